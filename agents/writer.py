@@ -1,0 +1,214 @@
+"""Writer node: renders the STATUS.md entry (jinja2) and appends it, never rewriting the file.
+
+The entry carries its check-in id, so a check-in re-run after a crash finds it already there.
+SIGINT is held off while the entry is appended: Ctrl-C never leaves half an entry.
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+import statistics
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import jinja2
+
+from rlagent.graph.state import CheckinState, Finding, MetricHistory, Observation, RunConfig
+from rlagent.tools.statusfile import append_entry, entry_marker
+from rlagent.tools.textfmt import fmt, pct, sparkline
+
+STATUS_FILE = "STATUS.md"
+TREND_STEPS = 24
+EVIDENCE_LIMIT = 4
+
+
+@dataclass(frozen=True)
+class WriterDeps:
+    run_key: str
+    """Stable id of the run (also the checkpointer thread), part of each entry's id."""
+    write: bool = True
+
+
+@cache
+def templates() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("rlagent.prompts", "."),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,  # markdown, not HTML; untrusted text goes through md_code
+    )
+    env.filters["md_code"] = md_code
+    return env
+
+
+def md_code(text: str, limit: int = 300) -> str:
+    """Untrusted text made safe inside a markdown code span: one line, no backticks, bounded."""
+    flat = " ⏎ ".join(part.strip() for part in str(text).splitlines() if part.strip())
+    flat = flat.replace("`", "'")
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def make_writer(deps: WriterDeps) -> Callable[[CheckinState], dict]:
+    def writer(state: CheckinState) -> dict:
+        return write(state, deps)
+
+    return writer
+
+
+def write(state: CheckinState, deps: WriterDeps) -> dict:
+    obs = state.observation
+    assert obs is not None, "the collector runs before the writer"
+    marker = entry_marker(deps.run_key, state.checkin)
+    entry = render_entry(state, obs, marker)
+    written = False
+    if deps.write:
+        path = Path(state.run.run_dir) / STATUS_FILE
+        text = entry
+        if state.checkin == 1:
+            text = render_header(state, obs, entry_marker(deps.run_key, 0)) + "\n" + entry
+        try:
+            with sigint_deferred():
+                written = append_entry(path, text, marker)
+        except OSError as exc:
+            entry = entry.replace(marker, f"- STATUS.md could not be written: {exc.strerror or exc}\n{marker}")
+    return {"status_entry": entry, "written": written, "checked_at": obs.now}
+
+
+def render_entry(state: CheckinState, obs: Observation, marker: str) -> str:
+    history, config = state.history, state.config
+    notes = list(dict.fromkeys(obs.notes))
+    if obs.rollouts_step is None and obs.trainer_step is not None:
+        notes.append("no saved rollouts found: samples cannot be read (a monitoring limitation)")
+    return templates().get_template("status_entry.j2").render(
+        checked_at=obs.now,
+        step=obs.trainer_step if obs.trainer_step is not None else obs.orchestrator_step,
+        max_steps=config.max_steps,
+        health=state.health.value if state.health else "Healthy",
+        progress=progress_line(history, config),
+        stability=stability_line(history, state.findings),
+        performance=performance_line(history, obs),
+        findings=state.findings,
+        groups=[g for g in obs.warning_groups if g.level != "STDERR"][:8],
+        notes=notes[:12],
+        evidence_limit=EVIDENCE_LIMIT,
+        marker=marker,
+    )
+
+
+def render_header(state: CheckinState, obs: Observation, marker: str) -> str:
+    if obs.live.processes is None:
+        processes = "not probed (offline check of a recorded run)"
+    elif obs.live.processes:
+        processes = ", ".join(f"{p.role} (pid {p.pid})" for p in obs.live.processes) + f"; {obs.live.process_match}"
+    else:
+        processes = f"none found ({obs.live.process_match})"
+    return templates().get_template("status_header.j2").render(
+        run=state.run, config=state.config, checked_at=obs.now, processes=processes, marker=marker
+    )
+
+
+def _latest(history: MetricHistory, process: str, metric: str) -> tuple[int, float] | None:
+    series = history.series(process, metric)  # type: ignore[arg-type]
+    return series[-1] if series else None
+
+
+def _trend(history: MetricHistory, process: str, metric: str, show: Callable[[float], str] = fmt) -> str | None:
+    series = history.series(process, metric)  # type: ignore[arg-type]
+    if not series:
+        return None
+    step, value = series[-1]
+    recent = series[-TREND_STEPS:]
+    if len(recent) < 3:
+        return f"{show(value)} @ step {step}"
+    return f"{show(value)} @ step {step} {sparkline([v for _, v in recent])} (steps {recent[0][0]}-{step})"
+
+
+def progress_line(history: MetricHistory, config: RunConfig) -> str:
+    parts = []
+    reward = _trend(history, "orchestrator", "reward")
+    parts.append(f"reward/mean {reward}" if reward else "reward/mean n/a (no orchestrator step yet)")
+    length_metric = "output_tokens" if history.series("orchestrator", "output_tokens") else "seq_len"
+    length = _trend(history, "orchestrator", length_metric, lambda v: f"{v:.0f}")
+    if length:
+        cap = config.max_completion_tokens if length_metric == "output_tokens" else config.seq_len
+        parts.append(f"{'completion tokens' if length_metric == 'output_tokens' else 'seq_len'} {length}" + (f" of cap {cap}" if cap else ""))
+    for metric, label in (("truncation", "truncation"), ("error", "errored"), ("trainable", "trainable")):
+        latest = _latest(history, "orchestrator", metric)
+        if latest:
+            parts.append(f"{label} {pct(latest[1])}")
+    latest_evals: dict[str, tuple[int, float]] = {}
+    for point in history.evals:
+        latest_evals[point.env] = (point.step, point.score)
+    for env, (step, score) in sorted(latest_evals.items()):
+        parts.append(f"eval {env} {fmt(score)} @ step {step}")
+    return "; ".join(parts) + "."
+
+
+def stability_line(history: MetricHistory, findings: list[Finding]) -> str:
+    parts = []
+    for metric in ("entropy", "mismatch_kl", "grad_norm"):
+        trend = _trend(history, "trainer", metric)
+        if trend:
+            parts.append(f"{metric} {trend}")
+    if not parts:
+        return "n/a (no trainer step yet)."
+    flagged = [f.id for f in findings if f.category.value == "stability"]
+    parts.append(("flagged: " + ", ".join(flagged)) if flagged else "no spikes")
+    return "; ".join(parts) + "."
+
+
+def _recent_median(history: MetricHistory, process: str, metric: str, n: int = 10) -> float | None:
+    values = [v for _, v in history.finite_series(process, metric)[-n:]]  # type: ignore[arg-type]
+    return statistics.median(values) if values else None
+
+
+def performance_line(history: MetricHistory, obs: Observation) -> str:
+    parts = []
+    trainer, orch = _recent_median(history, "trainer", "step_time"), _recent_median(history, "orchestrator", "step_time")
+    if trainer is not None or orch is not None:
+        parts.append(
+            f"step time (median of last 10) trainer {fmt(trainer, 3)}s vs orchestrator {fmt(orch, 3)}s"
+            if trainer is not None and orch is not None
+            else f"step time (median of last 10) {'trainer' if trainer is not None else 'orchestrator'} {fmt(trainer or orch, 3)}s"
+        )
+    for process, metric, label in (
+        ("trainer", "wait_for_batch", "trainer waits for batch"),
+        ("orchestrator", "wait_for_policy", "orchestrator waits for policy"),
+    ):
+        wait, step = _recent_median(history, process, metric), _recent_median(history, process, "step_time")
+        if wait is not None and step:
+            parts.append(f"{label} {pct(wait / step)} of its step")
+    throughput = _latest(history, "trainer", "throughput")
+    if throughput and math.isfinite(throughput[1]):
+        parts.append(f"throughput {throughput[1]:.0f} tokens/s")
+    vllm = obs.live.vllm
+    if vllm:
+        usage = vllm.get("kv_cache_usage_perc", vllm.get("gpu_cache_usage_perc"))
+        parts.append(
+            f"inference KV cache {pct(usage)}, {vllm.get('num_requests_running', 0):.0f} running, "
+            f"{vllm.get('num_requests_waiting', 0):.0f} waiting"
+        )
+    elif obs.offline:
+        parts.append("inference pressure not probed (offline)")
+    if obs.live.host_ram_percent is not None:
+        parts.append(f"host RAM {obs.live.host_ram_percent:.0f}%")
+    if obs.live.disk_free_ratio is not None:
+        parts.append(f"disk free {pct(obs.live.disk_free_ratio)} ({obs.live.disk_free_gib:.0f} GiB)")
+    return ("; ".join(parts) + ".") if parts else "n/a (no step timings yet)."
+
+
+@contextmanager
+def sigint_deferred() -> Iterator[None]:
+    """Block SIGINT while the entry is appended; a Ctrl-C pressed meanwhile lands right after."""
+    try:
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    except (AttributeError, ValueError, OSError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)

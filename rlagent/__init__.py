@@ -1,0 +1,1 @@
+"""rlagent: watches prime-rl RL training runs."""

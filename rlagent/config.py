@@ -1,0 +1,98 @@
+"""Settings: defaults < a TOML file (`--config`) < `RLAGENT_*` environment < command-line flags."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
+
+from rlagent.agents.rules.thresholds import Thresholds
+from rlagent.graph.store import default_home
+from rlagent.tools.textfmt import parse_cadence
+
+
+class ConfigError(Exception):
+    """A setting or config file a user must fix; its message is one clear line."""
+
+
+class Settings(BaseSettings):
+    """Everything a check-in can be told; each field is also `RLAGENT_<NAME>` and a TOML key."""
+
+    model_config = SettingsConfigDict(env_prefix="RLAGENT_", env_nested_delimiter="__", extra="forbid")
+
+    home: Path = Field(default_factory=default_home)
+    """Where run state lives (one SQLite state store per run)."""
+    offline: bool = False
+    """Treat the run dir as a recorded run: no process, HTTP or SLURM probes."""
+    write: bool = True
+    """Append the entry to the run's STATUS.md."""
+    cadence: str = "1h"
+    """Time between check-ins of `rlagent run` (30s, 10m, 1h, 1h30m)."""
+    max_checks: int | None = Field(None, ge=1)
+    """Stop `rlagent run` after this many check-ins (default: run until Ctrl-C)."""
+    log_timezone: str | None = None
+    """IANA zone the run's log times were written in (default: this machine's local zone)."""
+    probe_timeout_s: float = Field(2.0, gt=0, le=60)
+    """Timeout of each live probe (vLLM /metrics, SLURM)."""
+    thresholds: Thresholds = Field(default_factory=Thresholds)
+    """The rules' thresholds (findings.md starting values)."""
+
+    @field_validator("cadence")
+    @classmethod
+    def _cadence_parses(cls, value: str) -> str:
+        parse_cadence(value)
+        return value
+
+    @field_validator("log_timezone")
+    @classmethod
+    def _zone_exists(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                ZoneInfo(value)
+            except (ZoneInfoNotFoundError, ValueError) as exc:
+                raise ValueError(f"unknown time zone {value!r}") from exc
+        return value
+
+    @property
+    def cadence_seconds(self) -> int:
+        return parse_cadence(self.cadence)
+
+
+def load_settings(config_file: Path | None = None, **flags: object) -> Settings:
+    """Build settings; flags that are None were not given and do not override anything."""
+    given = {key: value for key, value in flags.items() if value is not None}
+    toml_file = None
+    if config_file is not None:
+        try:
+            tomllib.loads(Path(config_file).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError(f"config {config_file}: cannot read it ({exc.strerror or exc})") from exc
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"config {config_file}: malformed TOML ({exc})") from exc
+        toml_file = Path(config_file)
+
+    class _FromSources(Settings):
+        @classmethod
+        def settings_customise_sources(
+            cls,
+            settings_cls: type[BaseSettings],
+            init_settings: PydanticBaseSettingsSource,
+            env_settings: PydanticBaseSettingsSource,
+            dotenv_settings: PydanticBaseSettingsSource,
+            file_secret_settings: PydanticBaseSettingsSource,
+        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+            if toml_file is not None:
+                sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file, deep_merge=True))
+            return tuple(sources)
+
+    try:
+        return Settings.model_validate(_FromSources(**given).model_dump())
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "settings"
+        source = f" (from {config_file})" if config_file else ""
+        raise ConfigError(f"setting {where}: {first['msg']}{source}") from exc

@@ -1,0 +1,81 @@
+"""Host and service probes: RAM, disk, vLLM `/metrics`, SLURM job state. Each bounded in time."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import psutil
+
+_PROM_LINE = re.compile(r"^(vllm:[a-z_]+)(?:\{[^}]*\})? ([-+0-9.eE]+|NaN)\s*$", re.M)
+VLLM_KEYS = ("kv_cache_usage_perc", "gpu_cache_usage_perc", "num_requests_waiting", "num_requests_running")
+
+
+def host_ram_percent() -> float:
+    return psutil.virtual_memory().percent
+
+
+def disk_free(path: Path) -> tuple[float, float]:
+    """(free fraction, free GiB) of the filesystem holding `path`."""
+    usage = shutil.disk_usage(path)
+    return usage.free / usage.total, usage.free / 2**30
+
+
+def parse_vllm_metrics(text: str) -> dict[str, float]:
+    """Sum each vLLM gauge over its label sets (max for cache usage, which is a fraction)."""
+    out: dict[str, float] = {}
+    for name, value in _PROM_LINE.findall(text):
+        key = name.removeprefix("vllm:")
+        if key not in VLLM_KEYS:
+            continue
+        number = float(value)
+        if key.endswith("_perc"):
+            out[key] = max(out.get(key, 0.0), number)
+        else:
+            out[key] = out.get(key, 0.0) + number
+    return out
+
+
+def probe_vllm(base_url: str, timeout: float = 2.0) -> dict[str, float]:
+    """GET {base_url}/metrics; H's router (8000) fronts the engine (8100), so try the engine too."""
+    urls = [base_url.rstrip("/") + "/metrics"]
+    match = re.match(r"^(https?://[^/:]+):8000$", base_url.rstrip("/"))
+    if match:
+        urls.append(f"{match.group(1)}:8100/metrics")
+    last_error: Exception | None = None
+    for url in urls:
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as response:
+                metrics = parse_vllm_metrics(response.read(4 << 20).decode("utf-8", "replace"))
+            if metrics:
+                return metrics
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            last_error = exc
+    if last_error is not None:
+        raise OSError(f"vLLM /metrics at {base_url} not reachable ({last_error})")
+    return {}
+
+
+def slurm_job_states(run_dir: Path, timeout: float = 5.0) -> dict[str, str]:
+    """job id -> state for the run's `job_<id>.log` files, via scontrol (skipped without SLURM)."""
+    if shutil.which("scontrol") is None:
+        return {}
+    states: dict[str, str] = {}
+    for log in run_dir.glob("job_*.log"):
+        job = log.stem.removeprefix("job_")
+        if not job.isdigit():
+            continue
+        try:
+            done = subprocess.run(
+                ["scontrol", "-o", "show", "job", job], capture_output=True, text=True, timeout=timeout, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        match = re.search(r"\bJobState=(\S+)", done.stdout)
+        if match:
+            states[job] = match.group(1)
+    return states

@@ -1,0 +1,101 @@
+"""Find the run and its files, in either prime-rl layout (prime-rl-formats.md section 3)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from rlagent.graph.state import Layout, RunInfo
+
+
+class RunNotFound(Exception):
+    """The path is not a prime-rl run directory, nor an output directory holding one."""
+
+
+def _looks_like_run(path: Path) -> Layout | None:
+    configs, logs = path / "configs", path / "logs"
+    if (logs / "latest").is_symlink() or any(logs.glob("attempt_*")) or any(configs.glob("*.json")):
+        return Layout.H
+    if any(configs.glob("*.toml")) or any(logs.glob("*.log")) or (path / "run_default").is_dir():
+        return Layout.L
+    return None
+
+
+def discover_run(path: str | os.PathLike) -> RunInfo:
+    """RunInfo for `path`, or for its newest run when `path` is an output dir of several runs."""
+    root = Path(path).expanduser()
+    if not root.exists():
+        raise RunNotFound(f"{root}: no such directory")
+    if not root.is_dir():
+        raise RunNotFound(f"{root}: not a directory")
+    root = root.resolve()
+    layout = _looks_like_run(root)
+    if layout is not None:
+        return RunInfo(run_dir=str(root), layout=layout, name=root.name)
+    try:
+        children = [c for c in root.iterdir() if c.is_dir() and not c.name.startswith(".")]
+    except PermissionError as exc:
+        raise RunNotFound(f"{root}: cannot list it ({exc.strerror})") from exc
+    runs = [(c, lay) for c in children if (lay := _looks_like_run(c)) is not None]
+    if not runs:
+        raise RunNotFound(f"{root}: not a prime-rl run (no configs/ or logs/) and holds no run directory")
+    newest, lay = max(runs, key=lambda item: _activity_time(item[0]))
+    return RunInfo(run_dir=str(newest), layout=lay, name=newest.name, picked_from=str(root))
+
+
+def _activity_time(run: Path) -> float:
+    """Newest mtime among the run's logs (or the dir itself): the run written to last."""
+    times = [run.stat().st_mtime]
+    for log in log_files(run, Layout.H) + log_files(run, Layout.L):
+        try:
+            times.append(log.stat().st_mtime)
+        except OSError:
+            continue
+    return max(times)
+
+
+def current_attempt(run_dir: Path) -> str | None:
+    """H: the attempt `logs/latest` points to now (re-resolved every check-in)."""
+    latest = run_dir / "logs" / "latest"
+    if latest.is_symlink() or latest.is_dir():
+        try:
+            return latest.resolve(strict=True).name
+        except OSError:
+            return None
+    attempts = sorted(run_dir.glob("logs/attempt_*"), key=lambda p: _attempt_number(p.name))
+    return attempts[-1].name if attempts else None
+
+
+def _attempt_number(name: str) -> int:
+    tail = name.rsplit("_", 1)[-1]
+    return int(tail) if tail.isdigit() else -1
+
+
+def log_files(run_dir: Path, layout: Layout) -> list[Path]:
+    """The log files a check-in reads, with resolved (symlink-free) attempt paths for H."""
+    files: list[Path] = []
+    if layout is Layout.H:
+        attempt = current_attempt(run_dir)
+        if attempt is None:
+            return sorted(run_dir.glob("job_*.log"))
+        base = run_dir / "logs" / attempt
+        for name in ("trainer.log", "orchestrator.log", "inference.log", "evals.log"):
+            files.append(base / name)
+        files += sorted(base.glob("envs/*/*.log"))
+    else:
+        base = run_dir / "logs"
+        for name in ("trainer.log", "orchestrator.log", "inference.log"):
+            files.append(base / name)
+        files += sorted(base.glob("envs/*/*/*.log")) + sorted(base.glob("envs/*/*.log"))
+    files += sorted(run_dir.glob("job_*.log"))
+    return [f for f in files if f.is_file()]
+
+
+def process_of(relative_path: str) -> str | None:
+    """Which process writes a log file: it decides whose step line a line is when labels don't."""
+    name = Path(relative_path).name
+    if name.startswith("trainer") or "/trainer/" in relative_path:
+        return "trainer"
+    if name.startswith("orchestrator"):
+        return "orchestrator"
+    return None

@@ -1,0 +1,76 @@
+"""One log line in, its parts out: loguru (prime-rl), vLLM's stdlib format, and JSON mode.
+
+prime-rl's loguru sink is colorized even into files, torchrun prefixes trainer lines with
+`[trainer0]:`, and only the first line of a multi-line message carries the time and level.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# `[trainer0]:` from torchrun's tee; any `[name123]:` prefix as the multi-node sbatch strips it.
+RANK_PREFIX = re.compile(r"^\[[A-Za-z_]*\d*\]:")
+
+_LEVELS = "TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL"
+# loguru: `HH:mm:ss` + level right-aligned to 7 + message.
+_LOGURU = re.compile(rf"^(\d\d):(\d\d):(\d\d) +({_LEVELS}) (.*)$", re.S)
+# vLLM / stdlib: `INFO 11-22 14:05:12 [file.py:12] msg`, optionally `(APIServer pid=1) ` first.
+_VLLM = re.compile(rf"^(?:\([^)]*\) )?({_LEVELS}) \d\d-\d\d (\d\d):(\d\d):(\d\d)(?:\.\d+)? (?:\[[^\]]*\] )?(.*)$", re.S)
+_JSON_TIME = re.compile(r"T(\d\d):(\d\d):(\d\d)")
+
+MAX_MESSAGE = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """The first line of a log record."""
+
+    seconds: int
+    """Local time of day in seconds (the date is reconstructed by tools.dayclock)."""
+    level: str
+    message: str
+
+
+def strip_ansi(text: str) -> str:
+    return ANSI.sub("", text) if "\x1b" in text else text
+
+
+def clean(raw: bytes) -> str:
+    """Decode one raw line: invalid UTF-8 replaced, ANSI and the rank prefix removed."""
+    text = strip_ansi(raw.decode("utf-8", "replace").rstrip("\r\n"))
+    return RANK_PREFIX.sub("", text, count=1)
+
+
+def parse_head(text: str) -> Head | None:
+    """Parse a cleaned line as the start of a record; None for continuation or foreign lines."""
+    m = _LOGURU.match(text)
+    if m:
+        h, mi, s, level, message = m.groups()
+        return Head(int(h) * 3600 + int(mi) * 60 + int(s), level, message[:MAX_MESSAGE])
+    if text[:1] == "{":
+        return _parse_json(text)
+    m = _VLLM.match(text)
+    if m:
+        level, h, mi, s, message = m.groups()
+        return Head(int(h) * 3600 + int(mi) * 60 + int(s), level, message[:MAX_MESSAGE])
+    return None
+
+
+def _parse_json(text: str) -> Head | None:
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(record, dict) or "level" not in record or "message" not in record:
+        return None
+    m = _JSON_TIME.search(str(record.get("timestamp", "")))
+    if not m:
+        return None
+    h, mi, s = (int(g) for g in m.groups())
+    message = str(record["message"])
+    if record.get("exception"):
+        message = f"{message}\n{record['exception']}"
+    return Head(h * 3600 + mi * 60 + s, str(record["level"]).upper(), message[:MAX_MESSAGE])

@@ -1,0 +1,145 @@
+"""Read what is new in one log file: step metrics, eval scores, notable events, warnings.
+
+Turns the scanner's candidate lines into dated, classified facts. Knows prime-rl's log
+formats, nothing of the graph.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, tzinfo
+from pathlib import Path
+
+from rlagent.graph.state import FileCursor, LogEvent
+from rlagent.tools.dayclock import date_points
+from rlagent.tools.layout import process_of
+from rlagent.tools.logscan import scan_file
+from rlagent.tools.patterns import classify, detail_kinds
+from rlagent.tools.steplines import EvalLine, StepLine, parse_eval_line, parse_step_line
+from rlagent.tools.tail import plan_read
+
+_WARN_LEVELS = ("WARNING", "ERROR", "CRITICAL")
+
+
+@dataclass
+class LogRead:
+    rel: str
+    cursor: FileCursor | None
+    bytes_read: int = 0
+    steps: list[tuple[StepLine, datetime | None]] = field(default_factory=list)
+    evals: list[EvalLine] = field(default_factory=list)
+    events: list[LogEvent] = field(default_factory=list)
+    """Classified events (kind set)."""
+    warnings: list[LogEvent] = field(default_factory=list)
+    """Every WARNING/ERROR record, classified or not, for grouping."""
+    newest_time: datetime | None = None
+    notes: list[str] = field(default_factory=list)
+    fresh: bool = False
+
+
+def read_log(path: Path, rel: str, cursor: FileCursor | None, tz: tzinfo) -> LogRead:
+    """Read `path` from its cursor; bad input becomes notes, never an exception."""
+    try:
+        plan, new_cursor = plan_read(path, rel, cursor)
+    except FileNotFoundError:
+        note = f"{rel} was deleted since the last check-in" if cursor else f"{rel} disappeared while being read"
+        return LogRead(rel, None, notes=[note])
+    except OSError as exc:
+        return LogRead(rel, cursor, notes=[f"{rel}: unreadable ({exc.strerror or exc})"])
+    out = LogRead(rel, new_cursor, fresh=plan.fresh)
+    if plan.note:
+        out.notes.append(plan.note)
+    if plan.end <= plan.start:
+        return out
+    try:
+        scan = scan_file(path, plan.start, plan.end, plan.first_line)
+    except FileNotFoundError:
+        out.notes.append(f"{rel} was deleted while being read")
+        return LogRead(rel, cursor, notes=out.notes)
+    except OSError as exc:
+        out.notes.append(f"{rel}: read failed ({exc.strerror or exc})")
+        return LogRead(rel, cursor, notes=out.notes)
+    new_cursor.offset = scan.end
+    new_cursor.lines = plan.first_line - 1 + scan.newlines
+    out.bytes_read = scan.end - plan.start
+    if scan.binary_lines:
+        out.notes.append(f"{rel}: skipped {scan.binary_lines} line(s) of binary junk")
+    if scan.long_lines:
+        out.notes.append(f"{rel}: {scan.long_lines} over-long line(s) read only in part")
+
+    points = sorted({(ln.line_no, ln.head.seconds) for ln in scan.lines if ln.head} | set(scan.stamps))
+    dates = date_points(points, previous=None if plan.fresh else new_cursor.last_time, mtime=plan.mtime, tz=tz)
+    if points:
+        new_cursor.last_time = dates[points[-1][0]]
+        out.newest_time = new_cursor.last_time
+    process_hint = process_of(rel)
+    for line in scan.lines:
+        when = dates.get(line.line_no)
+        head = line.head
+        if head is None:
+            kind, numbers = classify(line.text, "STDERR")
+            if kind is not None:
+                out.events.append(_event(rel, line.line_no, when, "STDERR", line.text, "", kind, numbers, new_cursor))
+            continue
+        message = head.message
+        if head.level not in _WARN_LEVELS:
+            # Lines with no head of their own after an INFO/SUCCESS line (C++ or torchrun stderr).
+            for index, text in enumerate(line.detail):
+                orphan_kind, orphan_numbers = classify(text, "STDERR") if text else (None, [])
+                if orphan_kind is not None:
+                    out.events.append(
+                        _event(rel, line.line_no + 1 + index, when, "STDERR", text, "", orphan_kind, orphan_numbers, new_cursor)
+                    )
+        if message.startswith("Step "):
+            step_line = parse_step_line(message, process_hint)
+            if step_line is not None:
+                out.steps.append((step_line, when))
+                if step_line.process == process_hint or process_hint is None:
+                    new_cursor.step = step_line.step
+                continue
+        if message.startswith("Evaluated "):
+            eval_line = parse_eval_line(message)
+            if eval_line is not None:
+                if eval_line.step is None:
+                    eval_line.step = new_cursor.step
+                out.evals.append(eval_line)
+                continue
+        detail = "\n".join(line.detail)
+        kind, numbers = classify(message, head.level)
+        if kind is None and head.level in ("ERROR", "CRITICAL") and "/envs/" in f"/{rel}":
+            kind = "env_error"  # an ERROR in an env server log is an env error whatever its text
+        event = _event(rel, line.line_no, when, head.level, message, detail, kind, numbers, new_cursor)
+        if head.level in _WARN_LEVELS:
+            out.warnings.append(event)
+        if kind is not None:
+            out.events.append(event)
+        for extra, extra_numbers, index in detail_kinds(line.detail):
+            if extra != kind:
+                text = line.detail[index]
+                out.events.append(_event(rel, line.line_no + 1 + index, when, head.level, text, "", extra, extra_numbers, new_cursor))
+    return out
+
+
+def _event(
+    rel: str,
+    line_no: int,
+    when: datetime | None,
+    level: str,
+    message: str,
+    detail: str,
+    kind: str | None,
+    numbers: list[float],
+    cursor: FileCursor,
+) -> LogEvent:
+    return LogEvent(
+        file=rel,
+        line=line_no,
+        time=when,
+        level=level,
+        message=message.split("\n", 1)[0][:500],
+        detail=detail[:2000],
+        kind=kind,
+        step=cursor.step,
+        numbers=numbers,
+    )
+

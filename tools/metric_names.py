@@ -1,0 +1,118 @@
+"""Canonical metric names, and how both layouts' step lines and metrics.jsonl keys map to them.
+
+Rules speak only canonical names, so they work the same on H and L runs and on the log or
+the JSONL as the source. Percentages are stored as fractions (Truncation 3.1% -> 0.031).
+
+trainer:      loss entropy mismatch_kl grad_norm lr throughput mfu peak_mem_gib step_time
+              wait_for_batch ref_kl ckpt_disk_free_ratio
+orchestrator: reward reward_min reward_max trainable turns branches off_policy_max error
+              cancelled truncation seq_len output_tokens step_time wait_for_policy
+"""
+
+from __future__ import annotations
+
+import re
+
+# Step-line segment label -> canonical name, per process (both layouts' spellings).
+TRAINER_LINE_KEYS: dict[str, str] = {
+    "Loss": "loss",
+    "Entropy": "entropy",
+    "Mismatch KL": "mismatch_kl",
+    "Grad. Norm": "grad_norm",
+    "LR": "lr",
+    "Throughput": "throughput",
+    "MFU": "mfu",
+    "Peak Mem.": "peak_mem_gib",
+    "Time": "step_time",
+}
+ORCHESTRATOR_LINE_KEYS: dict[str, str] = {
+    "Reward": "reward",
+    "Trainable": "trainable",
+    "Turns": "turns",
+    "Branches": "branches",
+    "Max Off-Policy": "off_policy_max",
+    "Max. Off-Policy Level": "off_policy_max",
+    "Error": "error",
+    "Cancelled": "cancelled",
+    "Truncation": "truncation",
+    "Seq. Length": "seq_len",
+    "Time": "step_time",
+}
+# Labels that only the trainer's step line has: they tell which process wrote a line
+# when the file name does not (e.g. a SLURM job log).
+TRAINER_ONLY_LABELS = frozenset({"Loss", "Entropy", "Grad. Norm", "LR", "Throughput"})
+
+# metrics.jsonl (layout H) key -> canonical name.
+TRAINER_JSONL_KEYS: dict[str, str] = {
+    "loss/mean": "loss",
+    "entropy/all/mean": "entropy",
+    "mismatch_kl/all/mean": "mismatch_kl",
+    "optim/grad_norm": "grad_norm",
+    "optim/lr": "lr",
+    "perf/throughput": "throughput",
+    "perf/peak_memory": "peak_mem_gib",
+    "time/step": "step_time",
+    "time/wait_for_batch": "wait_for_batch",
+    "ref_kl/mean": "ref_kl",
+    "system/ckpt_disk_free_ratio": "ckpt_disk_free_ratio",
+}
+ORCHESTRATOR_JSONL_KEYS: dict[str, str] = {
+    "train/agg/all/has_error/mean": "error",
+    "train/agg/all/cancelled/mean": "cancelled",
+    "train/agg/all/num_output_tokens/mean": "output_tokens",
+    "train/agg/all/num_total_tokens/mean": "seq_len",
+    "train/agg/all/num_turns/mean": "turns",
+    "off_policy/max": "off_policy_max",
+    "time/step": "step_time",
+    "time/wait_for_policy": "wait_for_policy",
+}
+# Per-agent keys: train/agg/all/<agent>/<metric>.
+ORCHESTRATOR_AGENT_KEYS: dict[str, str] = {
+    "reward/mean": "reward",
+    "reward/min": "reward_min",
+    "reward/max": "reward_max",
+    "is_truncated/mean": "truncation",
+    "is_trainable/mean": "trainable",
+}
+_AGENT_KEY = re.compile(r"^train/agg/all/([^/]+)/(reward/(?:mean|min|max)|is_truncated/mean|is_trainable/mean)$")
+_EVAL_KEY = re.compile(r"^eval/([^/]+)/all/[^/]+/(avg@\d+|reward/mean)$")
+
+# A row is the orchestrator's when it has any key with one of these prefixes.
+_ORCHESTRATOR_PREFIXES = ("train/", "progress/", "off_policy", "time/wait_for_policy", "batch/", "curriculum/")
+
+PERCENT_METRICS = frozenset({"trainable", "error", "cancelled", "truncation", "mfu"})
+
+
+def is_orchestrator_row(row: dict) -> bool:
+    return any(key.startswith(_ORCHESTRATOR_PREFIXES) for key in row)
+
+
+def canonical_jsonl(row: dict, orchestrator: bool) -> dict[str, float]:
+    """Map one metrics.jsonl row to canonical names (non-numeric values ignored)."""
+    out: dict[str, float] = {}
+    table = ORCHESTRATOR_JSONL_KEYS if orchestrator else TRAINER_JSONL_KEYS
+    for key, value in row.items():
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        name = table.get(key)
+        if name is None and orchestrator:
+            match = _AGENT_KEY.match(key)
+            if match:
+                name = ORCHESTRATOR_AGENT_KEYS[match.group(2)]
+        if name is not None:
+            out[name] = float(value)
+    return out
+
+
+def eval_scores(row: dict) -> dict[str, float]:
+    """env -> score from an eval row (avg@k preferred over reward/mean)."""
+    scores: dict[str, tuple[int, float]] = {}
+    for key, value in row.items():
+        match = _EVAL_KEY.match(key)
+        if not match or isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        rank = 0 if match.group(2).startswith("avg@") else 1
+        env = match.group(1)
+        if env not in scores or rank < scores[env][0]:
+            scores[env] = (rank, float(value))
+    return {env: value for env, (_, value) in scores.items()}

@@ -1,0 +1,76 @@
+"""Layout H's `metrics.jsonl`: trainer (5 rows per step) and orchestrator rows, interleaved.
+
+prime-rl drops non-finite values from this file (the log is the only witness of a NaN), so
+rows here refine the log's rounded numbers but never erase a NaN the log showed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rlagent.graph.state import EvalPoint, FileCursor
+from rlagent.tools.metric_names import canonical_jsonl, eval_scores, is_orchestrator_row
+from rlagent.tools.tail import plan_read, read_complete_lines
+
+REL = "metrics.jsonl"
+
+
+@dataclass
+class MetricsRead:
+    cursor: FileCursor | None
+    trainer: dict[int, dict[str, float]] = field(default_factory=dict)
+    orchestrator: dict[int, dict[str, float]] = field(default_factory=dict)
+    evals: list[EvalPoint] = field(default_factory=list)
+    times: dict[str, float] = field(default_factory=dict)
+    """process -> unix time of its newest row."""
+    bytes_read: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def read_metrics(run_dir: Path, cursor: FileCursor | None) -> MetricsRead:
+    path = run_dir / REL
+    if not path.exists():
+        return MetricsRead(None)
+    try:
+        plan, new_cursor = plan_read(path, REL, cursor)
+        lines, end = read_complete_lines(path, plan.start, plan.end)
+    except OSError as exc:
+        return MetricsRead(cursor, notes=[f"{REL}: unreadable ({exc.strerror or exc})"])
+    out = MetricsRead(new_cursor, bytes_read=end - plan.start)
+    if plan.note:
+        out.notes.append(plan.note)
+    new_cursor.offset = end
+    bad = 0
+    first_bad = 0
+    for index, raw in enumerate(lines):
+        try:
+            row = json.loads(raw)
+            step = row["step"]
+            if not isinstance(step, int | float) or isinstance(step, bool) or not math.isfinite(step):
+                raise ValueError("step")
+        except (ValueError, KeyError, TypeError):
+            bad += 1
+            first_bad = first_bad or plan.first_line + index
+            continue
+        if not isinstance(row, dict):
+            continue
+        stamp = row.get("time")
+        if isinstance(step, float) and not step.is_integer() or any(k.startswith("eval/") for k in row):
+            for env, score in eval_scores(row).items():
+                out.evals.append(EvalPoint(env=env, step=int(step), score=score))
+            continue
+        orchestrator = is_orchestrator_row(row)
+        values = canonical_jsonl(row, orchestrator)
+        process = "orchestrator" if orchestrator else "trainer"
+        target = out.orchestrator if orchestrator else out.trainer
+        if values:
+            target.setdefault(int(step), {}).update(values)
+        if isinstance(stamp, int | float):
+            out.times[process] = max(out.times.get(process, 0.0), float(stamp))
+    new_cursor.lines = plan.first_line - 1 + len(lines)
+    if bad:
+        out.notes.append(f"{REL}: skipped {bad} malformed row(s), first at line {first_bad}")
+    return out

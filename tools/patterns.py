@@ -1,0 +1,122 @@
+"""What notable prime-rl log lines look like (reference/prime-rl-formats.md section 7).
+
+Each pattern classifies one line into an event `kind` that the rules judge. Patterns only
+recognise; whether a line matters (before the first step? growing?) is the rules' call.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class EventPattern:
+    kind: str
+    regex: re.Pattern[str]
+    any_level: bool = False
+    """Match on any line, not only WARNING/ERROR ones (INFO lines such as `finished`, launcher lines)."""
+
+
+def _p(kind: str, pattern: str, *, any_level: bool = False) -> EventPattern:
+    return EventPattern(kind, re.compile(pattern), any_level)
+
+
+EVENT_PATTERNS: tuple[EventPattern, ...] = (
+    _p("cuda_oom", r"CUDA out of memory|torch\.OutOfMemoryError|OutOfMemoryError: CUDA", any_level=True),
+    _p(
+        "host_oom",
+        r"failed with exit code -9\b|exit code -9\b|Out of memory: Killed process|"
+        r"ray\.exceptions\.OutOfMemoryError|OutOfMemoryError: Task was killed",
+        any_level=True,
+    ),
+    _p(
+        "nccl",
+        r"NCCL error|ncclInternalError|ncclSystemError|ncclUnhandledCudaError|"
+        r"Watchdog caught collective operation timeout",
+        any_level=True,
+    ),
+    _p(
+        "crash",
+        r"Fatal error in (?:train|run_orchestrator|run_server)|ChildFailedError|"
+        r"Error: .+ failed with exit code (-?\d+)|^(?:Orchestrator|Trainer) failed with exit code (-?\d+)|"
+        r"tearing down \(exit code (-?\d+)\)",
+        any_level=True,
+    ),
+    _p("inference_abort", r"Inference server is not ready after .*Aborting", any_level=True),
+    _p("inference_unreachable", r"Inference server was not reached after (\d+) seconds"),
+    _p(
+        "empty_batch",
+        r"empty train batch after (\d+) finalized episodes \(consecutive empty batches: (\d+)/(\d+)\)|"
+        r"No admitted train payload after (\d+) finalized units "
+        r"\(consecutive zero-output batch equivalents: (\d+)/(\d+)\)",
+    ),
+    _p("few_trainable", r"Only (\d+)/(\d+) effective traces are trainable"),
+    _p(
+        "off_policy_drop",
+        r"Cancelled (\d+) train episodes past max_off_policy_steps|Dropped (\d+) queued traces past max_off_policy_steps",
+    ),
+    _p("nonfinite_dropped", r"Dropping (\d+) non-finite value\(s\) from metrics\.jsonl"),
+    _p(
+        "env_error",
+        r"Trace failed in group|Episode task failed in group|Empty trajectory in group|"
+        r"request failed: |Rollout error in group|Dropping group .* failed dispatch rounds",
+    ),
+    _p(
+        "ckpt_error",
+        r"(?i)(?:fail(?:ed|ure)?|error|could not|unable to)\b.{0,60}\bcheckpoint|"
+        r"checkpoint\b.{0,60}\b(?:fail(?:ed|ure)?|error)",
+    ),
+    _p("broadcast_timeout", r"Trainer did not broadcast v(\d+) within"),
+    _p("finished", r"Training finished!|RL training finished!|RL trainer finished!|Orchestrator finished\.", any_level=True),
+    _p("resumed", r"Resuming (?:training|orchestrator) from checkpoint step (\d+)", any_level=True),
+    _p("signal", r"Received SIGTERM|Received interrupt signal|Terminating all processes", any_level=True),
+    # Normal things that look alarming (findings.md): classified so rules can tell them apart.
+    _p("paused_normal", r"Orchestrator paused: waiting for trainer", any_level=True),
+    _p("no_nvlink", r"No NVLink detected"),
+)
+
+EVENT_KINDS = frozenset(p.kind for p in EVENT_PATTERNS)
+
+def classify(message: str, level: str) -> tuple[str | None, list[float]]:
+    """Return the event kind of a line (or None) and the numbers its pattern captured."""
+    warn_or_error = level in ("WARNING", "ERROR", "CRITICAL")
+    for pattern in EVENT_PATTERNS:
+        if not (pattern.any_level or warn_or_error):
+            continue
+        match = pattern.regex.search(message)
+        if match:
+            numbers = [float(g) for g in match.groups() if g is not None]
+            return pattern.kind, numbers
+    return None, []
+
+
+_DETAIL_KINDS = frozenset({"cuda_oom", "host_oom", "nccl"})
+
+
+def detail_kinds(detail_lines: list[str]) -> list[tuple[str, list[float], int]]:
+    """Root causes a traceback reveals under a head (a `Fatal error` caused by a CUDA OOM):
+    (kind, captured numbers, index of the detail line), first occurrence of each kind."""
+    found: dict[str, tuple[str, list[float], int]] = {}
+    for index, text in enumerate(detail_lines):
+        for pattern in EVENT_PATTERNS:
+            if pattern.kind in _DETAIL_KINDS and pattern.kind not in found:
+                match = pattern.regex.search(text)
+                if match:
+                    found[pattern.kind] = (pattern.kind, [float(g) for g in match.groups() if g is not None], index)
+    return list(found.values())
+
+
+_MASKS = (
+    (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>"),
+    (re.compile(r"\b[0-9a-f]{6,}\b"), "<id>"),
+    (re.compile(r"(?<![A-Za-z])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?"), "<n>"),
+    (re.compile(r"'[^']{0,200}'|\"[^\"]{0,200}\""), "<str>"),
+)
+
+
+def message_template(message: str) -> str:
+    """Mask numbers, hex and ids so that a thousand identical warnings group as one."""
+    for regex, repl in _MASKS:
+        message = regex.sub(repl, message)
+    return message[:200]

@@ -1,0 +1,172 @@
+"""Sample rollouts from the newest rollouts step, in either schema.
+
+L: `run_default/rollouts/step_N/train_rollouts.jsonl`, one vf.RolloutOutput per line (has `reward`).
+H: `rollouts/step_N/train/all/traces.jsonl`, one verifiers Episode per line; there is no reward
+field: the reward of a trace is the sum of score x weight over its non-null `rewards`.
+Completions are model output: kept short and treated as untrusted text.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from rlagent.graph.state import Layout, Rollout
+
+_STEP_DIR = re.compile(r"^step_(\d+)$")
+MAX_COMPLETION = 600
+MAX_BYTES = 8 << 20
+"""Read at most this much of a rollouts file: enough samples, bounded cost."""
+
+
+def newest_rollouts_file(run_dir: Path, layout: Layout) -> tuple[int, Path] | None:
+    base = run_dir / ("rollouts" if layout is Layout.H else "run_default/rollouts")
+    if not base.is_dir():
+        return None
+    steps = sorted(
+        ((int(m.group(1)), d) for d in base.iterdir() if (m := _STEP_DIR.match(d.name))),
+        reverse=True,
+    )
+    for step, directory in steps:
+        candidates = (
+            [directory / "train/all/traces.jsonl", directory / "train/effective/traces.jsonl"]
+            if layout is Layout.H
+            else [directory / "train_rollouts.jsonl"]
+        )
+        for path in candidates:
+            if path.is_file() and path.stat().st_size > 0:
+                return step, path
+    return None
+
+
+def trace_reward(trace: dict[str, Any]) -> float | None:
+    """prime-rl's reward of an H trace: sum of score x weight over non-null rewards."""
+    rewards = trace.get("rewards")
+    if not isinstance(rewards, dict):
+        return None
+    total, seen = 0.0, False
+    for item in rewards.values():
+        if not isinstance(item, dict) or item.get("score") is None:
+            continue
+        weight = item.get("weight", 1.0)
+        total += float(item["score"]) * float(1.0 if weight is None else weight)
+        seen = True
+    return total if seen else None
+
+
+def _text_of(messages: Any) -> str:
+    if isinstance(messages, str):
+        return messages
+    if isinstance(messages, dict):
+        messages = [messages]
+    parts: list[str] = []
+    if isinstance(messages, list):
+        for message in messages:
+            if isinstance(message, dict):
+                content = message.get("content")
+                if isinstance(content, list):
+                    content = " ".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
+                if content:
+                    parts.append(str(content))
+    return "\n".join(parts)
+
+
+def _from_l(row: dict[str, Any], step: int) -> Rollout:
+    error = row.get("error")
+    reward = row.get("reward")
+    return Rollout(
+        why="",
+        step=step,
+        env=row.get("env_name"),
+        reward=float(reward) if isinstance(reward, int | float) else None,
+        truncated=bool(row.get("is_truncated")),
+        error=str(error)[:300] if error else None,
+        completion=_text_of(row.get("completion"))[:MAX_COMPLETION],
+    )
+
+
+def _from_h(episode: dict[str, Any], step: int) -> list[Rollout]:
+    env = (episode.get("env") or {}).get("name") if isinstance(episode.get("env"), dict) else None
+    errors = episode.get("errors") or []
+    out = []
+    for trace in episode.get("traces") or []:
+        if not isinstance(trace, dict):
+            continue
+        nodes = trace.get("nodes") or []
+        sampled = [n.get("message") for n in nodes if isinstance(n, dict) and n.get("sampled")]
+        trace_errors = trace.get("errors") or errors
+        out.append(
+            Rollout(
+                why="",
+                step=step,
+                env=env,
+                reward=trace_reward(trace),
+                truncated=trace.get("stop_condition") in ("generation_truncated", "max_tokens", "length")
+                or trace.get("is_completed") is False and not trace_errors,
+                error=_error_text(trace_errors),
+                completion=_text_of(sampled)[:MAX_COMPLETION],
+            )
+        )
+    if not out and errors:
+        out.append(Rollout(why="", step=step, env=env, error=_error_text(errors)))
+    return out
+
+
+def _error_text(errors: Any) -> str | None:
+    if isinstance(errors, list) and errors:
+        first = errors[0]
+        if isinstance(first, dict):
+            return f"{first.get('type', 'Error')}: {first.get('message', '')}"[:300]
+        return str(first)[:300]
+    return None
+
+
+def sample_rollouts(run_dir: Path, layout: Layout) -> tuple[int | None, int, list[Rollout], list[str]]:
+    """(step, rollouts in that step's file, telling samples, notes)."""
+    found = newest_rollouts_file(run_dir, layout)
+    if found is None:
+        return None, 0, [], []
+    step, path = found
+    notes: list[str] = []
+    rollouts: list[Rollout] = []
+    bad = 0
+    with open(path, "rb") as f:
+        data = f.read(MAX_BYTES)
+    lines = data.splitlines()
+    if len(data) == MAX_BYTES and lines:
+        lines = lines[:-1]  # the cut one is incomplete
+    for raw in lines:
+        try:
+            row = json.loads(raw)
+        except ValueError:
+            bad += 1
+            continue
+        if not isinstance(row, dict):
+            bad += 1
+            continue
+        rollouts.extend(_from_h(row, step) if layout is Layout.H else [_from_l(row, step)])
+    rel = path.relative_to(run_dir)
+    if bad:
+        notes.append(f"{rel}: skipped {bad} malformed line(s)")
+    return step, len(rollouts), pick_telling(rollouts), notes
+
+
+def pick_telling(rollouts: list[Rollout]) -> list[Rollout]:
+    """Best, worst, one truncated, one errored: what a researcher would open first."""
+    picked: list[Rollout] = []
+    scored = [r for r in rollouts if r.reward is not None and math.isfinite(r.reward)]
+    if scored:
+        picked.append(max(scored, key=lambda r: r.reward or 0.0).model_copy(update={"why": "best"}))
+        worst = min(scored, key=lambda r: r.reward or 0.0)
+        if len(scored) > 1:
+            picked.append(worst.model_copy(update={"why": "worst"}))
+    truncated = next((r for r in rollouts if r.truncated), None)
+    if truncated is not None:
+        picked.append(truncated.model_copy(update={"why": "truncated"}))
+    errored = next((r for r in rollouts if r.error), None)
+    if errored is not None:
+        picked.append(errored.model_copy(update={"why": "errored"}))
+    return picked

@@ -1,0 +1,64 @@
+"""Incremental reading: where to resume in a file, and noticing rotation, truncation, deletion.
+
+A cursor keeps (dev, inode, offset, size, a hash of the first bytes). A file that shrank or
+whose identity changed was rotated or rewritten: it is read again from the start, and the
+check-in says so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+
+from rlagent.graph.state import FileCursor
+
+_HEAD_BYTES = 256
+
+
+@dataclass
+class ReadPlan:
+    start: int
+    end: int
+    first_line: int
+    mtime: float
+    fresh: bool
+    """True when the file is read from the start (new, rotated or truncated)."""
+    note: str | None = None
+
+
+def head_hash(path: str | os.PathLike, size: int) -> str:
+    with open(path, "rb") as f:
+        return hashlib.blake2b(f.read(min(size, _HEAD_BYTES)), digest_size=8).hexdigest()
+
+
+def plan_read(path: str | os.PathLike, rel: str, cursor: FileCursor | None) -> tuple[ReadPlan, FileCursor]:
+    """Decide the byte range to read next; raises OSError if the file cannot be read at all."""
+    st = os.stat(path)
+    identity = head_hash(path, st.st_size) if st.st_size else ""
+    new_cursor = FileCursor(path=rel, dev=st.st_dev, inode=st.st_ino, size=st.st_size, head=identity)
+    if cursor is None:
+        return ReadPlan(0, st.st_size, 1, st.st_mtime, fresh=True), new_cursor
+    replaced = (st.st_dev, st.st_ino) != (cursor.dev, cursor.inode)
+    shrank = st.st_size < cursor.offset
+    rewritten = bool(cursor.head) and st.st_size >= _HEAD_BYTES and cursor.size >= _HEAD_BYTES and identity != cursor.head
+    if replaced or shrank or rewritten:
+        why = "was replaced (rotated)" if replaced else "shrank (truncated)" if shrank else "was rewritten"
+        note = f"{rel} {why} since the last check-in; read again from the start"
+        return ReadPlan(0, st.st_size, 1, st.st_mtime, fresh=True, note=note), new_cursor
+    new_cursor.last_time, new_cursor.step = cursor.last_time, cursor.step
+    new_cursor.offset, new_cursor.lines = cursor.offset, cursor.lines
+    if not cursor.head or cursor.size < _HEAD_BYTES:
+        new_cursor.head = identity
+    else:
+        new_cursor.head = cursor.head
+    return ReadPlan(cursor.offset, st.st_size, cursor.lines + 1, st.st_mtime, fresh=False), new_cursor
+
+
+def read_complete_lines(path: str | os.PathLike, start: int, end: int) -> tuple[list[bytes], int]:
+    """Complete lines in [start, end) and the offset after the last one (for small JSONL files)."""
+    with open(path, "rb") as f:
+        f.seek(start)
+        data = f.read(end - start)
+    cut = data.rfind(b"\n") + 1
+    return data[:cut].splitlines(), start + cut
