@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 from loguru import logger
-
 from rlagent.agents.collector import CollectorDeps, make_collector
 from rlagent.agents.diagnostician import make_diagnostician
 from rlagent.agents.rules.thresholds import Thresholds
@@ -58,10 +57,11 @@ class Monitor:
             clock=clock,
             probe_timeout_s=probe_timeout_s,
         )
+        self._writer_deps = WriterDeps(run_key=self.key, write=write)
         self.nodes = nodes or Nodes(
             collector=make_collector(self._deps),
             diagnostician=make_diagnostician(thresholds or Thresholds()),
-            writer=make_writer(WriterDeps(run_key=self.key, write=write)),
+            writer=make_writer(self._writer_deps),
         )
         self.graph = build_graph(self.nodes, self.saver)
         self.config = {"configurable": {"thread_id": self.key}}
@@ -74,6 +74,7 @@ class Monitor:
         """Run one check-in; `now` fixes the time of an offline check-in (replays)."""
         started = time.perf_counter()
         with run_lock(self.dir):
+            self._finish_interrupted()
             previous = self.graph.get_state(self.config).values or {}
             update = {
                 "run": self.run,
@@ -91,6 +92,14 @@ class Monitor:
         state = CheckinState.model_validate(result)
         logger.debug("check-in #{} of {} took {:.1f} ms", state.checkin, self.key, (time.perf_counter() - started) * 1000)
         return state
+
+    def _finish_interrupted(self) -> None:
+        """A check-in that crashed mid-way is finished first, from its checkpoint (its entry,
+        if already appended, is recognised by id and not appended again)."""
+        snapshot = self.graph.get_state(self.config)
+        if snapshot.next and not snapshot.interrupts:
+            logger.warning("finishing check-in #{} that stopped before {}", snapshot.values.get("checkin"), snapshot.next)
+            self.graph.invoke(None, self.config, durability="exit")
 
     def close(self) -> None:
         self.conn.close()

@@ -6,7 +6,6 @@ import os
 from datetime import UTC, datetime, timedelta
 
 from conftest import loguru_line, set_mtime
-
 from rlagent.tools.logread import read_log
 
 TZ = UTC

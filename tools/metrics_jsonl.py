@@ -58,7 +58,7 @@ def read_metrics(run_dir: Path, cursor: FileCursor | None) -> MetricsRead:
         if not isinstance(row, dict):
             continue
         stamp = row.get("time")
-        if isinstance(step, float) and not step.is_integer() or any(k.startswith("eval/") for k in row):
+        if (isinstance(step, float) and not step.is_integer()) or any(k.startswith("eval/") for k in row):
             for env, score in eval_scores(row).items():
                 out.evals.append(EvalPoint(env=env, step=int(step), score=score))
             continue

@@ -1,9 +1,11 @@
 """Find the `PRIME-RL::*` processes of one run.
 
-setproctitle overwrites argv, so the title is in /proc/PID/cmdline. Several runs can share a
-host, so each process is tied to THIS run, most reliable evidence first: its environment
-(`PRL_RUN_NAME`, or `WANDB_ARGS` naming the run dir), an open file under the run dir, or
-descent from a process already matched. What was used is reported in words.
+setproctitle overwrites argv, so the title is in /proc/PID/cmdline; it also zeroes
+/proc/PID/environ (verified with setproctitle 1.3.8), so a titled process never shows its own
+environment. Several runs can share a host, so each process is tied to THIS run by: the
+environment of it or of an untitled ancestor (torchrun holds `PRL_RUN_NAME` / `WANDB_ARGS` for
+the Trainer), a file it holds open under the run dir (its log), its working directory, or kinship
+with a process already matched. What was used is reported in words.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ import os
 from pathlib import Path
 
 import psutil
-
 from rlagent.graph.state import ProcessInfo
 
 TITLE_PREFIXES = (b"PRIME-RL::", b"Verifiers::")
@@ -34,12 +35,25 @@ def _titled_pids() -> dict[int, str]:
     return found
 
 
-def _tied_by_environment(proc: psutil.Process, run_dir: str, run_name: str) -> bool:
-    env = proc.environ()
+def _environment_names_run(env: dict[str, str], run_dir: str, run_name: str) -> bool:
     if env.get("PRL_RUN_NAME") == run_name:
         return True
     wandb_args = env.get("WANDB_ARGS", "")
     return bool(wandb_args) and (run_dir in wandb_args or f'"{run_name}"' in wandb_args)
+
+
+def _tied_by_environment(proc: psutil.Process, run_dir: str, run_name: str) -> bool:
+    """Its own environment, else that of its nearest ancestors (up to the first shell)."""
+    for candidate in [proc, *proc.parents()[:3]]:
+        if candidate.pid <= 1:
+            break
+        try:
+            env = candidate.environ()
+        except psutil.Error:
+            continue
+        if env:
+            return _environment_names_run(env, run_dir, run_name)
+    return False
 
 
 def _tied_by_files(proc: psutil.Process, run_dir: str) -> bool:

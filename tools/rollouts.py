@@ -105,7 +105,7 @@ def _from_h(episode: dict[str, Any], step: int) -> list[Rollout]:
                 env=env,
                 reward=trace_reward(trace),
                 truncated=trace.get("stop_condition") in ("generation_truncated", "max_tokens", "length")
-                or trace.get("is_completed") is False and not trace_errors,
+                or (trace.get("is_completed") is False and not trace_errors),
                 error=_error_text(trace_errors),
                 completion=_text_of(sampled)[:MAX_COMPLETION],
             )

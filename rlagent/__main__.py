@@ -1,0 +1,3 @@
+from rlagent.cli import main
+
+main()

@@ -1,0 +1,89 @@
+"""The CLI as a user calls it: a real process, its stdout, stderr and exit status."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from runbuilder import HRun
+
+RLAGENT = [sys.executable, "-m", "rlagent"]
+
+
+def rlagent(*args, env=None, timeout=60):
+    return subprocess.run([*RLAGENT, *args], capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def test_help_is_complete():
+    top = rlagent("--help")
+    assert top.returncode == 0 and "check" in top.stdout and "run" in top.stdout
+    check = rlagent("check", "--help")
+    for flag in ("--offline", "--json", "--no-write", "--config", "--home"):
+        assert flag in check.stdout
+    assert "--cadence" in rlagent("run", "--help").stdout and "--max-checks" in rlagent("run", "--help").stdout
+
+
+def test_user_errors_are_one_line_and_exit_2(tmp_path):
+    missing = rlagent("check", str(tmp_path / "nope"))
+    assert missing.returncode == 2 and missing.stderr.strip().count("\n") == 0
+    assert "no such directory" in missing.stderr and "Traceback" not in missing.stderr
+    (tmp_path / "empty").mkdir()
+    assert "not a prime-rl run" in rlagent("check", str(tmp_path / "empty")).stderr
+    run = HRun(tmp_path)
+    bad = rlagent("run", str(run.dir), "--cadence", "soon")
+    assert bad.returncode == 2 and "bad cadence" in bad.stderr and "Traceback" not in bad.stderr
+    conf = tmp_path / "bad.toml"
+    conf.write_text("[thresholds\n")
+    assert "malformed TOML" in rlagent("check", str(run.dir), "--config", str(conf)).stderr
+
+
+def test_check_json_prints_only_the_report(tmp_path):
+    run = HRun(tmp_path)
+    run.steps(12)
+    done = rlagent("check", str(run.dir), "--offline", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert set(report) >= {"run_dir", "layout", "checked_at", "step", "max_steps", "health", "findings", "proposal",
+                           "status_entry"}
+    assert (report["layout"], report["step"], report["max_steps"], report["health"]) == ("H", 12, 100, "Healthy")
+    assert report["checked_at"] == "2026-11-20T09:08:00Z"
+    assert report["status_entry"].startswith("## 2026-11-20 09:08 UTC\n**Step**: 12 / 100\n**Health**: Healthy\n")
+    assert run.status().count("<!-- rlagent:checkin") == 2
+
+
+def test_check_on_an_output_dir_picks_the_newest_run(tmp_path):
+    old = HRun(tmp_path, "older")
+    old.steps(3)
+    new = HRun(tmp_path, "newer")
+    new.clock = old.clock.replace(hour=20)
+    new.steps(4)
+    done = rlagent("check", str(tmp_path), "--offline", "--no-write")
+    assert done.returncode == 0, done.stderr
+    assert "newest run in" in done.stdout and "newer" in done.stdout and not new.status()
+
+
+def test_run_with_max_checks(tmp_path):
+    run = HRun(tmp_path)
+    run.steps(5)
+    done = rlagent("run", str(run.dir), "--offline", "--cadence", "1s", "--max-checks", "2")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("check-in #") == 2 and "Healthy" in done.stdout
+
+
+def test_ctrl_c_stops_cleanly_without_a_traceback_or_half_entry(tmp_path):
+    run = HRun(tmp_path)
+    run.steps(8)
+    proc = subprocess.Popen([*RLAGENT, "run", str(run.dir), "--offline", "--cadence", "1h"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    deadline = time.monotonic() + 30
+    while "check-in #1" not in run.status() and "#1 -->" not in run.status() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert "Traceback" not in err and "stopped (Ctrl-C)" in out
+    text = run.status()
+    assert text.count("## 2026-11-20") == 1 and text.rstrip().endswith("#1 -->")
