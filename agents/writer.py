@@ -81,20 +81,31 @@ def render_entry(state: CheckinState, obs: Observation, marker: str) -> str:
     notes = list(dict.fromkeys(obs.notes))
     if obs.rollouts_step is None and obs.trainer_step is not None:
         notes.append("no saved rollouts found: samples cannot be read (a monitoring limitation)")
-    return templates().get_template("status_entry.j2").render(
-        checked_at=obs.now,
-        step=obs.trainer_step if obs.trainer_step is not None else obs.orchestrator_step,
-        max_steps=config.max_steps,
-        health=state.health.value if state.health else "Healthy",
-        progress=progress_line(history, config),
-        stability=stability_line(history, state.findings),
-        performance=performance_line(history, obs),
-        findings=state.findings,
-        groups=[g for g in obs.warning_groups if g.level != "STDERR"][:8],
-        notes=notes[:12],
-        evidence_limit=EVIDENCE_LIMIT,
-        marker=marker,
+    return (
+        templates()
+        .get_template("status_entry.j2")
+        .render(
+            checked_at=obs.now,
+            step=obs.trainer_step if obs.trainer_step is not None else obs.orchestrator_step,
+            max_steps=config.max_steps,
+            health=state.health.value if state.health else "Healthy",
+            progress=progress_line(history, config),
+            stability=stability_line(history, state.findings),
+            performance=performance_line(history, obs),
+            findings=state.findings,
+            samples=samples_worth_quoting(state.findings, obs),
+            groups=[g for g in obs.warning_groups if g.level != "STDERR"][:8],
+            notes=notes[:12],
+            evidence_limit=EVIDENCE_LIMIT,
+            marker=marker,
+        )
     )
+
+
+def samples_worth_quoting(findings: list[Finding], obs: Observation) -> list:
+    """When reward, length or entropy move (findings.md), the generated text is what to read."""
+    moved = any(f.severity.value != "info" and f.category.value in ("progress", "stability") for f in findings)
+    return obs.rollouts[:3] if moved else []
 
 
 def render_header(state: CheckinState, obs: Observation, marker: str) -> str:
@@ -104,8 +115,10 @@ def render_header(state: CheckinState, obs: Observation, marker: str) -> str:
         processes = ", ".join(f"{p.role} (pid {p.pid})" for p in obs.live.processes) + f"; {obs.live.process_match}"
     else:
         processes = f"none found ({obs.live.process_match})"
-    return templates().get_template("status_header.j2").render(
-        run=state.run, config=state.config, checked_at=obs.now, processes=processes, marker=marker
+    return (
+        templates()
+        .get_template("status_header.j2")
+        .render(run=state.run, config=state.config, checked_at=obs.now, processes=processes, marker=marker)
     )
 
 
@@ -133,7 +146,10 @@ def progress_line(history: MetricHistory, config: RunConfig) -> str:
     length = _trend(history, "orchestrator", length_metric, lambda v: f"{v:.0f}")
     if length:
         cap = config.max_completion_tokens if length_metric == "output_tokens" else config.seq_len
-        parts.append(f"{'completion tokens' if length_metric == 'output_tokens' else 'seq_len'} {length}" + (f" of cap {cap}" if cap else ""))
+        parts.append(
+            f"{'completion tokens' if length_metric == 'output_tokens' else 'seq_len'} {length}"
+            + (f" of cap {cap}" if cap else "")
+        )
     for metric, label in (("truncation", "truncation"), ("error", "errored"), ("trainable", "trainable")):
         latest = _latest(history, "orchestrator", metric)
         if latest:
@@ -167,12 +183,11 @@ def _recent_median(history: MetricHistory, process: str, metric: str, n: int = 1
 def performance_line(history: MetricHistory, obs: Observation) -> str:
     parts = []
     trainer, orch = _recent_median(history, "trainer", "step_time"), _recent_median(history, "orchestrator", "step_time")
-    if trainer is not None or orch is not None:
-        parts.append(
-            f"step time (median of last 10) trainer {fmt(trainer, 3)}s vs orchestrator {fmt(orch, 3)}s"
-            if trainer is not None and orch is not None
-            else f"step time (median of last 10) {'trainer' if trainer is not None else 'orchestrator'} {fmt(trainer or orch, 3)}s"
-        )
+    if trainer is not None and orch is not None:
+        parts.append(f"step time (median of last 10) trainer {fmt(trainer, 3)}s vs orchestrator {fmt(orch, 3)}s")
+    elif trainer is not None or orch is not None:
+        who, seconds = ("trainer", trainer) if trainer is not None else ("orchestrator", orch)
+        parts.append(f"step time (median of last 10) {who} {fmt(seconds, 3)}s")
     for process, metric, label in (
         ("trainer", "wait_for_batch", "trainer waits for batch"),
         ("orchestrator", "wait_for_policy", "orchestrator waits for policy"),

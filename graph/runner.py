@@ -127,4 +127,5 @@ def build_report(state: CheckinState) -> dict:
         "status_entry": state.status_entry,
         "written": state.written,
         "notes": obs.notes,
+        "samples": [r.model_dump(mode="json") for r in obs.rollouts],
     }

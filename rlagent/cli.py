@@ -38,8 +38,6 @@ TzOpt = Annotated[str | None, typer.Option("--log-timezone", help="IANA zone of 
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Log timings and details to stderr.")]
 
 
-
-
 def _fail(message: str) -> None:
     err.print(f"[bold red]rlagent: error:[/] {message}", markup=True)
     raise typer.Exit(2)
@@ -108,9 +106,7 @@ def check(
 ) -> None:
     """One check-in now: diagnose the run and append an entry to its STATUS.md."""
     _setup_logging(verbose)
-    settings = _settings(
-        config, offline=offline or None, write=False if no_write else None, home=home, log_timezone=log_timezone
-    )
+    settings = _settings(config, offline=offline or None, write=False if no_write else None, home=home, log_timezone=log_timezone)
     from rlagent.graph.runner import build_report
 
     monitor = _monitor(run_dir, settings)
