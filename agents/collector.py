@@ -32,7 +32,7 @@ from rlagent.tools.metrics_jsonl import REL as METRICS_REL
 from rlagent.tools.metrics_jsonl import read_metrics
 from rlagent.tools.patterns import message_template
 from rlagent.tools.processes import find_run_processes
-from rlagent.tools.rollouts import sample_rollouts
+from rlagent.tools.rollouts import l_step_fractions, sample_rollouts
 
 HISTORY_STEPS = 1000
 """Steps of each series kept in the state store (rules look back far less)."""
@@ -117,6 +117,13 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
                 history.step_seen_at[process] = seen
             if newest is None or seen > newest:
                 newest = seen
+    rollout_stats_step = state.rollout_stats_step
+    if state.run.layout is Layout.L:
+        # The newest step's file may still be growing: it is read again next time.
+        fractions = l_step_fractions(run_dir, max(0, state.rollout_stats_step - 1))
+        for step, values in fractions.items():
+            history.orchestrator.setdefault(step, {}).update(values)
+        rollout_stats_step = max([state.rollout_stats_step, *fractions])
     _refresh_early(history)
     _trim(history)
 
@@ -160,6 +167,7 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
         "groups": groups,
         "observation": observation,
         "processes_seen": roles_seen,
+        "rollout_stats_step": rollout_stats_step,
     }
 
 

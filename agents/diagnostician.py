@@ -37,7 +37,9 @@ def with_persistence(
     records: dict[str, FindingRecord] = {}
     for finding in findings:
         earlier = remembered.get(finding.id)
-        record = FindingRecord(since=earlier.since, checkins=earlier.checkins + 1) if earlier else FindingRecord(since=now, checkins=1)
+        record = (
+            FindingRecord(since=earlier.since, checkins=earlier.checkins + 1) if earlier else FindingRecord(since=now, checkins=1)
+        )
         records[finding.id] = record
         out.append(finding.model_copy(update={"since": record.since, "checkins": record.checkins}))
     return out, records

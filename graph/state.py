@@ -274,6 +274,8 @@ class CheckinState(BaseModel):
     health: Health | None = None
     remembered: dict[str, FindingRecord] = Field(default_factory=dict)
     """Findings reported by earlier check-ins, for persistence."""
+    rollout_stats_step: int = 0
+    """Layout L: newest rollouts step whose truncation/error fractions are in the history."""
     processes_seen: list[str] = Field(default_factory=list)
     """Process roles seen in earlier live check-ins (the run's own expected set)."""
     proposal: dict | None = None

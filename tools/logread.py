@@ -116,7 +116,9 @@ def read_log(path: Path, rel: str, cursor: FileCursor | None, tz: tzinfo) -> Log
         for extra, extra_numbers, index in detail_kinds(line.detail):
             if extra != kind:
                 text = line.detail[index]
-                out.events.append(_event(rel, line.line_no + 1 + index, when, head.level, text, "", extra, extra_numbers, new_cursor))
+                out.events.append(
+                    _event(rel, line.line_no + 1 + index, when, head.level, text, "", extra, extra_numbers, new_cursor)
+                )
     return out
 
 
@@ -137,9 +139,8 @@ def _event(
         time=when,
         level=level,
         message=message.split("\n", 1)[0][:500],
-        detail=detail[:2000],
+        detail=detail if len(detail) <= 2000 else f"{detail[:500]}\n…\n{detail[-1500:]}",  # the exception is last
         kind=kind,
         step=cursor.step,
         numbers=numbers,
     )
-

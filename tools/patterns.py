@@ -38,7 +38,7 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     ),
     _p(
         "crash",
-        r"Fatal error in (?:train|run_orchestrator|run_server)|ChildFailedError|"
+        r"Fatal error in (?:train|run_orchestrator|run_server)|ChildFailedError:|"
         r"Error: .+ failed with exit code (-?\d+)|^(?:Orchestrator|Trainer) failed with exit code (-?\d+)|"
         r"tearing down \(exit code (-?\d+)\)",
         any_level=True,
@@ -77,6 +77,7 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
 )
 
 EVENT_KINDS = frozenset(p.kind for p in EVENT_PATTERNS)
+
 
 def classify(message: str, level: str) -> tuple[str | None, list[float]]:
     """Return the event kind of a line (or None) and the numbers its pattern captured."""

@@ -124,6 +124,36 @@ def _error_text(errors: Any) -> str | None:
     return None
 
 
+def l_step_fractions(run_dir: Path, after_step: int) -> dict[int, dict[str, float]]:
+    """Layout L: truncated and errored fractions per rollouts step newer than `after_step`.
+
+    L's orchestrator step line has no truncation or error field; its rollouts file does.
+    """
+    base = run_dir / "run_default/rollouts"
+    if not base.is_dir():
+        return {}
+    out: dict[int, dict[str, float]] = {}
+    for directory in base.iterdir():
+        match = _STEP_DIR.match(directory.name)
+        path = directory / "train_rollouts.jsonl"
+        if not match or int(match.group(1)) <= after_step or not path.is_file():
+            continue
+        truncated = errored = total = 0
+        with open(path, "rb") as f:
+            for raw in f.read(MAX_BYTES).splitlines():
+                try:
+                    row = json.loads(raw)
+                except ValueError:
+                    continue
+                if isinstance(row, dict):
+                    total += 1
+                    truncated += bool(row.get("is_truncated"))
+                    errored += bool(row.get("error"))
+        if total:
+            out[int(match.group(1))] = {"truncation": truncated / total, "error": errored / total}
+    return out
+
+
 def sample_rollouts(run_dir: Path, layout: Layout) -> tuple[int | None, int, list[Rollout], list[str]]:
     """(step, rollouts in that step's file, telling samples, notes)."""
     found = newest_rollouts_file(run_dir, layout)

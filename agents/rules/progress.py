@@ -1,0 +1,384 @@
+"""Progress rules (orchestrator side): is the policy still learning from useful rollouts.
+
+Reward is the noisiest series of all, so its rules compare levels (means over several steps)
+and demand that a change exceed the series' own step-to-step noise, never one step's value.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+from rlagent.agents.rules.context import (
+    Point,
+    RuleContext,
+    cite_events,
+    fmt,
+    median,
+    noise_sd,
+    pct,
+    point,
+    points_evidence,
+    rolling_mean,
+    streak_vs_reference,
+    theil_sen_slope,
+    trailing,
+)
+from rlagent.graph.state import Category, Finding, Severity
+
+CAT = Category.PROGRESS
+
+
+def _levels(points: list[Point], window: int) -> list[Point]:
+    """(step, mean of the `window` values ending there), full windows only."""
+    means = rolling_mean([v for _, v in points], window)
+    return [(points[i][0], means[i]) for i in range(window - 1, len(points))]
+
+
+def reward_flat(ctx: RuleContext) -> Finding | None:
+    """Info: after warm-up, the reward level has not beaten its earlier best for
+    `reward_flat_steps` steps (by more than one standard error of a level)."""
+    t = ctx.thresholds
+    points = ctx.series("orchestrator", "reward", after_warmup=True)
+    w = t.reward_smooth_steps
+    levels = _levels(points, w)
+    if len(levels) <= t.reward_flat_steps:
+        return None
+    before, recent = levels[: -t.reward_flat_steps], levels[-t.reward_flat_steps :]
+    se = noise_sd([v for _, v in points]) / math.sqrt(w)
+    best_step, best = max(before, key=lambda p: p[1])
+    recent_best = max(v for _, v in recent)
+    if recent_best > best + se:
+        return None
+    now_step, now = levels[-1]
+    return Finding(
+        id="reward_flat",
+        severity=Severity.INFO,
+        category=CAT,
+        summary=(
+            f"reward has not improved for {now_step - best_step} steps: best {w}-step mean {fmt(best)} at step "
+            f"{best_step}, best since {fmt(recent_best)}, now {fmt(now)} at step {now_step}"
+        ),
+        evidence=[point(f"reward ({w}-step mean)", best_step, best), point(f"reward ({w}-step mean)", now_step, now)],
+        first_step=best_step,
+        last_step=now_step,
+    )
+
+
+def reward_regression(ctx: RuleContext) -> Finding | None:
+    """The reward level fell > 20 % below its peak and stayed there for >= 10 steps. The drop
+    must also exceed `noise_z` standard errors: the peak of a noisy series is partly noise."""
+    t = ctx.thresholds
+    w, k = t.reward_smooth_steps, t.reward_regression_steps
+    points = ctx.series("orchestrator", "reward")
+    levels = _levels(points, w)
+    if len(levels) <= k:
+        return None
+    peak_step, peak = max(levels[:-k], key=lambda p: p[1])
+    values = [v for _, v in levels]
+    scale = max(abs(peak), peak - min(values))
+    if scale <= 0:
+        return None
+    noise = t.noise_z * noise_sd([v for _, v in points]) * math.sqrt(2 / w)
+    line = peak - max(t.reward_regression_drop * scale, noise)
+    streak = trailing(levels, lambda v: v < line)
+    if len(streak) < k:
+        return None
+    now_step, now = streak[-1]
+    return Finding(
+        id="reward_regression",
+        severity=Severity.WARNING,
+        category=CAT,
+        summary=(
+            f"reward {w}-step mean {fmt(now)} at step {now_step}, {pct((peak - now) / scale)} below its peak "
+            f"{fmt(peak)} at step {peak_step}, below {fmt(line)} for {len(streak)} steps (keep the peak checkpoint)"
+        ),
+        evidence=[point(f"reward ({w}-step mean)", peak_step, peak), *points_evidence(f"reward ({w}-step mean)", streak)],
+        first_step=streak[0][0],
+        last_step=now_step,
+    )
+
+
+def reward_constant(ctx: RuleContext) -> Finding | None:
+    """Every rollout scores the same (all 0, all 1): GRPO advantages are all zero. Seen as
+    reward min == max per step, or, when only the mean is logged, the mean not moving at all
+    (a mean of hundreds of rollouts repeats exactly only if every rollout scores the same)."""
+    t = ctx.thresholds
+    k, eps = t.reward_constant_steps, t.reward_constant_eps
+    table = ctx.history.orchestrator
+    rows = [(s, table[s]) for s in sorted(table) if math.isfinite(table[s].get("reward", math.nan))]
+    if len(rows) < k:
+        return None
+    if all("reward_min" in r and "reward_max" in r for _, r in rows[-k:]):
+        spreads = [(s, r["reward_max"] - r["reward_min"]) for s, r in rows]
+        streak = trailing(spreads, lambda v: v <= eps)
+        how = "reward min = max"
+    else:
+        last = rows[-1][1]["reward"]
+        streak = trailing([(s, r["reward"]) for s, r in rows], lambda v: abs(v - last) <= eps)
+        how = "reward mean unchanged"
+    if len(streak) < k:
+        return None
+    value = table[streak[-1][0]]["reward"]
+    return Finding(
+        id="reward_constant",
+        severity=Severity.WARNING,
+        category=CAT,
+        summary=(
+            f"every rollout gets the same reward {fmt(value)} for {len(streak)} steps "
+            f"(steps {streak[0][0]}-{streak[-1][0]}, {how}): no learning signal"
+        ),
+        evidence=points_evidence("reward", [(s, table[s]["reward"]) for s, _ in streak]),
+        first_step=streak[0][0],
+        last_step=streak[-1][0],
+    )
+
+
+def zero_advantage(ctx: RuleContext) -> Finding | None:
+    """Trainable fraction below 25 % for k steps: groups whose rollouts all score alike carry
+    no advantage, so most of the batch teaches nothing."""
+    t = ctx.thresholds
+    k = t.sustain_steps
+    streak = trailing(ctx.series("orchestrator", "trainable"), lambda v: v < t.zero_adv_trainable)
+    if len(streak) >= k:
+        s, v = streak[-1]
+        mean = sum(x for _, x in streak) / len(streak)
+        return Finding(
+            id="zero_advantage",
+            severity=Severity.WARNING,
+            category=CAT,
+            summary=(
+                f"trainable {pct(v)} at step {s}, below {pct(t.zero_adv_trainable)} for {len(streak)} steps "
+                f"(mean {pct(mean)}): most groups have zero reward variance"
+            ),
+            evidence=points_evidence("trainable", streak),
+            first_step=streak[0][0],
+            last_step=s,
+        )
+    # Without the metric: `Only k/n effective traces are trainable` warnings on each recent step.
+    low = [
+        e
+        for e in ctx.recent_events(["few_trainable"], k)
+        if len(e.numbers) >= 2 and e.numbers[1] > 0 and e.numbers[0] / e.numbers[1] < t.zero_adv_trainable
+    ]
+    steps = sorted({e.step for e in low if e.step is not None})
+    if len(steps) < k:
+        return None
+    newest = low[-1]
+    return Finding(
+        id="zero_advantage",
+        severity=Severity.WARNING,
+        category=CAT,
+        summary=(
+            f"only {int(newest.numbers[0])}/{int(newest.numbers[1])} traces trainable at step {newest.step}, "
+            f"below {pct(t.zero_adv_trainable)} on each of the last {len(steps)} steps"
+        ),
+        evidence=cite_events(low),
+        first_step=steps[0],
+        last_step=steps[-1],
+    )
+
+
+def truncation_high(ctx: RuleContext) -> Finding | None:
+    """Over half the samples hit the length cap for k steps, or truncation climbing so fast
+    that it reaches 100 % within `truncation_trend_horizon` steps."""
+    t = ctx.thresholds
+    points = ctx.series("orchestrator", "truncation")
+    streak = trailing(points, lambda v: v > t.truncation_high)
+    if len(streak) >= t.sustain_steps:
+        s, v = streak[-1]
+        return Finding(
+            id="truncation_high",
+            severity=Severity.WARNING,
+            category=CAT,
+            summary=f"truncation {pct(v)} at step {s}, above {pct(t.truncation_high)} for {len(streak)} steps",
+            evidence=points_evidence("truncation", streak),
+            first_step=streak[0][0],
+            last_step=s,
+        )
+    window = points[-t.rolling_window :]
+    if len(window) < t.rolling_window:
+        return None
+    current = median(v for _, v in window[-t.sustain_steps :])
+    slope = theil_sen_slope(window)
+    rise = slope * (window[-1][0] - window[0][0])
+    if current < t.truncation_trend_floor or slope <= 0 or current + slope * t.truncation_trend_horizon < 1.0:
+        return None
+    if rise <= 3 * noise_sd([v for _, v in window]):
+        return None
+    return Finding(
+        id="truncation_high",
+        severity=Severity.WARNING,
+        category=CAT,
+        summary=(
+            f"truncation {pct(current)} at step {window[-1][0]} and rising {pct(slope)}/step "
+            f"(from {pct(window[0][1])} at step {window[0][0]}): 100% within {t.truncation_trend_horizon} steps"
+        ),
+        evidence=points_evidence("truncation", window),
+        first_step=window[0][0],
+        last_step=window[-1][0],
+    )
+
+
+def length_collapse(ctx: RuleContext) -> Finding | None:
+    """Mean length below 50 % of its rolling median before a sudden drop, for a few steps.
+    A slow decline (a model learning to be concise) never halves against its recent median."""
+    t = ctx.thresholds
+    for metric in ("output_tokens", "seq_len"):
+        points = ctx.series("orchestrator", metric, after_warmup=True)
+        found = streak_vs_reference(
+            points, t.length_collapse_ratio, below=True, window=t.rolling_window, min_ref=t.min_baseline_points
+        )
+        if found is None or len(found[0]) < t.length_collapse_steps:
+            continue
+        streak, ref = found
+        s, v = streak[-1]
+        return Finding(
+            id="length_collapse",
+            severity=Severity.WARNING,
+            category=CAT,
+            summary=(
+                f"{metric} {fmt(v)} at step {s}, {pct(v / ref)} of its median {fmt(ref)} before step "
+                f"{streak[0][0]}; below {pct(t.length_collapse_ratio)} for {len(streak)} steps"
+            ),
+            evidence=points_evidence(metric, streak),
+            first_step=streak[0][0],
+            last_step=s,
+        )
+    return None
+
+
+def length_explosion(ctx: RuleContext) -> Finding | None:
+    """Mean length above 90 % of its cap for k steps: completion tokens against
+    max_completion_tokens, sequence length against seq_len (it includes the prompt)."""
+    t = ctx.thresholds
+    for metric, cap, cap_name in (
+        ("output_tokens", ctx.config.max_completion_tokens, "max_completion_tokens"),
+        ("seq_len", ctx.config.seq_len, "seq_len"),
+    ):
+        if not cap:
+            continue
+        streak = trailing(ctx.series("orchestrator", metric), lambda v, cap=cap: v > t.length_explosion_ratio * cap)
+        if len(streak) < t.sustain_steps:
+            continue
+        s, v = streak[-1]
+        return Finding(
+            id="length_explosion",
+            severity=Severity.WARNING,
+            category=CAT,
+            summary=(
+                f"{metric} {fmt(v)} at step {s}, {pct(v / cap)} of {cap_name} {cap}, "
+                f"above {pct(t.length_explosion_ratio)} for {len(streak)} steps"
+            ),
+            evidence=points_evidence(metric, streak),
+            first_step=streak[0][0],
+            last_step=s,
+        )
+    return None
+
+
+def errored_rollouts_high(ctx: RuleContext) -> Finding | None:
+    t = ctx.thresholds
+    streak = trailing(ctx.series("orchestrator", "error"), lambda v: v > t.errored_high)
+    if len(streak) < t.sustain_steps:
+        return None
+    s, v = streak[-1]
+    mean = sum(x for _, x in streak) / len(streak)
+    return Finding(
+        id="errored_rollouts_high",
+        severity=Severity.WARNING,
+        category=CAT,
+        summary=(
+            f"errored rollouts {pct(v)} at step {s}, above {pct(t.errored_high)} for {len(streak)} steps (mean {pct(mean)})"
+        ),
+        evidence=points_evidence("error", streak),
+        first_step=streak[0][0],
+        last_step=s,
+    )
+
+
+def empty_batches(ctx: RuleContext) -> Finding | None:
+    """Any empty train batch in the recent steps; critical as the consecutive count nears the
+    limit at which prime-rl raises."""
+    t = ctx.thresholds
+    recent = ctx.recent_events(["empty_batch"])
+    if not recent:
+        return None
+    newest = recent[-1]
+    consecutive = limit = None
+    if len(newest.numbers) >= 3:
+        consecutive, limit = int(newest.numbers[1]), int(newest.numbers[2])
+    critical = consecutive is not None and limit and consecutive >= t.empty_batch_critical_ratio * limit
+    count = f"{consecutive}/{limit} consecutive, " if consecutive is not None else ""
+    steps = [e.step for e in recent if e.step is not None]
+    return Finding(
+        id="empty_batches",
+        severity=Severity.CRITICAL if critical else Severity.WARNING,
+        category=CAT,
+        summary=(
+            f"empty train batches: {count}{len(recent)} in the last {t.event_window_steps} steps"
+            + (f", newest after step {newest.step}" if newest.step is not None else "")
+            + " (the orchestrator stops at the limit)"
+        ),
+        evidence=cite_events(recent),
+        first_step=min(steps) if steps else None,
+        last_step=max(steps) if steps else None,
+    )
+
+
+def eval_regression(ctx: RuleContext) -> Finding | None:
+    """An eval score falling over 3 evals in a row while the train reward rises: overfitting."""
+    t = ctx.thresholds
+    n, w = t.eval_regression_evals, t.reward_smooth_steps
+    rewards = ctx.series("orchestrator", "reward")
+    if len(rewards) < w:
+        return None
+    noise = noise_sd([v for _, v in rewards]) * math.sqrt(2 / w)
+
+    def level_at(step: int) -> float | None:
+        window = [v for s, v in rewards if s <= step][-w:]
+        return sum(window) / len(window) if len(window) >= max(t.min_baseline_points, w // 2) else None
+
+    by_env: dict[str, dict[int, float]] = {}
+    for e in ctx.history.evals:
+        if math.isfinite(e.score):
+            by_env.setdefault(e.env, {})[e.step] = e.score
+    for env, scores in sorted(by_env.items()):
+        last = sorted(scores.items())[-n:]
+        if len(last) < n or not all(b[1] < a[1] for a, b in itertools.pairwise(last)):
+            continue
+        first_score, last_score = last[0][1], last[-1][1]
+        if first_score - last_score < t.eval_regression_min_drop * abs(first_score):
+            continue
+        r0, r1 = level_at(last[0][0]), level_at(last[-1][0])
+        if r0 is None or r1 is None or r1 - r0 <= 2 * noise:
+            continue
+        steps = ", ".join(str(s) for s, _ in last)
+        return Finding(
+            id="eval_regression",
+            severity=Severity.WARNING,
+            category=CAT,
+            summary=(
+                f"eval {env} fell {fmt(first_score)} -> {fmt(last_score)} over the evals at steps {steps} "
+                f"while the train reward rose {fmt(r0)} -> {fmt(r1)}: overfitting"
+            ),
+            evidence=[point(f"eval/{env}", s, v) for s, v in last]
+            + [point(f"reward ({w}-step mean)", last[0][0], r0), point(f"reward ({w}-step mean)", last[-1][0], r1)],
+            first_step=last[0][0],
+            last_step=last[-1][0],
+        )
+    return None
+
+
+RULES = (
+    reward_regression,
+    reward_constant,
+    zero_advantage,
+    truncation_high,
+    length_collapse,
+    length_explosion,
+    errored_rollouts_high,
+    empty_batches,
+    eval_regression,
+    reward_flat,
+)
