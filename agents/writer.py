@@ -16,6 +16,7 @@ from functools import cache
 from pathlib import Path
 
 import jinja2
+
 from rlagent.graph.state import CheckinState, Finding, MetricHistory, Observation, RunConfig
 from rlagent.tools.statusfile import append_entry, entry_marker
 from rlagent.tools.textfmt import fmt, pct, sparkline

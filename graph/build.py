@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from langgraph.graph import END, START, StateGraph
+
 from rlagent.graph.state import CheckinState
 
 Node = Callable[[CheckinState], dict]

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 from loguru import logger
+
 from rlagent.agents.collector import CollectorDeps, make_collector
 from rlagent.agents.diagnostician import make_diagnostician
 from rlagent.agents.rules.thresholds import Thresholds

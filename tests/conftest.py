@@ -8,18 +8,14 @@ from pathlib import Path
 
 import pytest
 
-# loguru with colorize=True and prime-rl's format (the simulator tests prove byte identity).
-LEVEL_COLOR = {"INFO": "\x1b[1m", "SUCCESS": "\x1b[32m\x1b[1m", "WARNING": "\x1b[33m\x1b[1m", "ERROR": "\x1b[31m\x1b[1m",
-               "DEBUG": "\x1b[34m\x1b[1m"}
+from rlagent.evals.simulator.logfmt import loguru_line as _loguru_line
+from rlagent.evals.simulator.logfmt import prefix_lines
 
 
 def loguru_line(clock: str, level: str, message: str, prefix: str = "") -> str:
-    color = LEVEL_COLOR[level]
-    first, *rest = message.split("\n")
-    head = f"{prefix}\x1b[2m{clock}\x1b[0m {color}{level: >7}\x1b[0m {color}\x1b[22m{first}"
-    lines = [head] + [f"{prefix}{line}" for line in rest]
-    lines[-1] += "\x1b[0m"
-    return "\n".join(lines) + "\n"
+    """A record exactly as prime-rl's loguru sink writes it (the simulator proves byte identity)."""
+    text = _loguru_line(clock, level, message)
+    return prefix_lines(text, prefix) if prefix else text
 
 
 def set_mtime(path: Path, when: datetime) -> None:

@@ -15,11 +15,20 @@ class HRun:
     def __init__(self, root: Path, name: str = "reverse-text-run", max_steps: int = 100) -> None:
         self.dir = root / name
         (self.dir / "configs").mkdir(parents=True)
-        (self.dir / "configs" / "trainer.json").write_text(json.dumps(
-            {"max_steps": max_steps, "model": {"name": "Qwen/Qwen3-0.6B", "seq_len": 2048}, "ckpt": {"interval": 10}}))
-        (self.dir / "configs" / "orchestrator.json").write_text(json.dumps(
-            {"max_steps": max_steps, "batch_size": 64, "group_size": 8, "seq_len": 2048,
-             "train": {"sampling": {"max_completion_tokens": 512, "temperature": 1.0}}}))
+        (self.dir / "configs" / "trainer.json").write_text(
+            json.dumps({"max_steps": max_steps, "model": {"name": "Qwen/Qwen3-0.6B", "seq_len": 2048}, "ckpt": {"interval": 10}})
+        )
+        (self.dir / "configs" / "orchestrator.json").write_text(
+            json.dumps(
+                {
+                    "max_steps": max_steps,
+                    "batch_size": 64,
+                    "group_size": 8,
+                    "seq_len": 2048,
+                    "train": {"sampling": {"max_completion_tokens": 512, "temperature": 1.0}},
+                }
+            )
+        )
         self.attempt = 0
         self.step = 0
         self.clock = START
@@ -47,18 +56,25 @@ class HRun:
         prefix = "[trainer0]:" if name == "trainer.log" else ""
         self._append(name, loguru_line(self.clock.strftime("%H:%M:%S"), level, message, prefix))
 
-    def steps(self, count: int, *, reward=lambda s: 0.3 + 0.002 * s, entropy=lambda s: 0.5, loss="0.0012",
-              step_seconds: int = 40) -> None:
+    def steps(
+        self, count: int, *, reward=lambda s: 0.3 + 0.002 * s, entropy=lambda s: 0.5, loss="0.0012", step_seconds: int = 40
+    ) -> None:
         for _ in range(count):
             self.step += 1
             s = self.step
             self.clock += timedelta(seconds=step_seconds)
-            self.log("trainer.log", "SUCCESS",
-                     f"Step {s} |   38.9s | Loss {loss} | Entropy {entropy(s):.4f} | Mismatch KL 0.0008 | "
-                     f"Grad. Norm 0.2143 | LR 3.00e-06 | Throughput 10432 tokens/s | MFU 12.1% | Peak Mem. 31.7 GiB")
-            self.log("orchestrator.log", "SUCCESS",
-                     f"Step {s} |   41.2s | Reward {reward(s):.4f} | Trainable 112/128 (87.5%) | Turns 1.0 | Branches 1.0 | "
-                     f"Max Off-Policy 1 | Error 0.0% | Cancelled 0.0% | Truncation 3.1%")
+            self.log(
+                "trainer.log",
+                "SUCCESS",
+                f"Step {s} |   38.9s | Loss {loss} | Entropy {entropy(s):.4f} | Mismatch KL 0.0008 | "
+                f"Grad. Norm 0.2143 | LR 3.00e-06 | Throughput 10432 tokens/s | MFU 12.1% | Peak Mem. 31.7 GiB",
+            )
+            self.log(
+                "orchestrator.log",
+                "SUCCESS",
+                f"Step {s} |   41.2s | Reward {reward(s):.4f} | Trainable 112/128 (87.5%) | Turns 1.0 | Branches 1.0 | "
+                f"Max Off-Policy 1 | Error 0.0% | Cancelled 0.0% | Truncation 3.1%",
+            )
 
     def status(self) -> str:
         path = self.dir / "STATUS.md"

@@ -45,8 +45,17 @@ def test_check_json_prints_only_the_report(tmp_path):
     done = rlagent("check", str(run.dir), "--offline", "--json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    assert set(report) >= {"run_dir", "layout", "checked_at", "step", "max_steps", "health", "findings", "proposal",
-                           "status_entry"}
+    assert set(report) >= {
+        "run_dir",
+        "layout",
+        "checked_at",
+        "step",
+        "max_steps",
+        "health",
+        "findings",
+        "proposal",
+        "status_entry",
+    }
     assert (report["layout"], report["step"], report["max_steps"], report["health"]) == ("H", 12, 100, "Healthy")
     assert report["checked_at"] == "2026-11-20T09:08:00Z"
     assert report["status_entry"].startswith("## 2026-11-20 09:08 UTC\n**Step**: 12 / 100\n**Health**: Healthy\n")
@@ -75,8 +84,13 @@ def test_run_with_max_checks(tmp_path):
 def test_ctrl_c_stops_cleanly_without_a_traceback_or_half_entry(tmp_path):
     run = HRun(tmp_path)
     run.steps(8)
-    proc = subprocess.Popen([*RLAGENT, "run", str(run.dir), "--offline", "--cadence", "1h"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    proc = subprocess.Popen(
+        [*RLAGENT, "run", str(run.dir), "--offline", "--cadence", "1h"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     deadline = time.monotonic() + 30
     while "check-in #1" not in run.status() and "#1 -->" not in run.status() and time.monotonic() < deadline:
         time.sleep(0.05)

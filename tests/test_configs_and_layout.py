@@ -18,14 +18,34 @@ def make_h_run(root, name="run-a"):
     (run / "configs").mkdir(parents=True)
     (run / "logs" / "attempt_1").mkdir(parents=True)
     (run / "logs" / "latest").symlink_to("attempt_1")
-    (run / "configs" / "trainer.json").write_text(json.dumps(
-        {"max_steps": 200, "output_dir": str(run), "model": {"name": "Qwen/Qwen3-0.6B", "seq_len": 4096},
-         "ckpt": {"interval": 25}, "resume": None}))
-    (run / "configs" / "orchestrator.json").write_text(json.dumps(
-        {"max_steps": 200, "batch_size": 128, "token_batch_size": None, "group_size": 16, "seq_len": 4096,
-         "max_off_policy_steps": 8, "train": {"sampling": {"temperature": 1.0, "max_completion_tokens": 1024},
-                                              "source": [{"name": "reverse-text", "group_size": 16}]},
-         "client": {"base_url": ["http://localhost:8000/v1"]}}))
+    (run / "configs" / "trainer.json").write_text(
+        json.dumps(
+            {
+                "max_steps": 200,
+                "output_dir": str(run),
+                "model": {"name": "Qwen/Qwen3-0.6B", "seq_len": 4096},
+                "ckpt": {"interval": 25},
+                "resume": None,
+            }
+        )
+    )
+    (run / "configs" / "orchestrator.json").write_text(
+        json.dumps(
+            {
+                "max_steps": 200,
+                "batch_size": 128,
+                "token_batch_size": None,
+                "group_size": 16,
+                "seq_len": 4096,
+                "max_off_policy_steps": 8,
+                "train": {
+                    "sampling": {"temperature": 1.0, "max_completion_tokens": 1024},
+                    "source": [{"name": "reverse-text", "group_size": 16}],
+                },
+                "client": {"base_url": ["http://localhost:8000/v1"]},
+            }
+        )
+    )
     return run
 
 
@@ -40,9 +60,10 @@ def test_h_configs(tmp_path):
 def test_l_configs_and_malformed_toml(tmp_path):
     (tmp_path / "configs").mkdir()
     (tmp_path / "configs" / "orchestrator.toml").write_text(
-        'max_steps = 50\nseq_len = 2048\nbatch_size = 64\nrollouts_per_example = 8\nmax_async_level = 2\n'
-        'output_dir = "outputs/run_default"\n[model]\nname = "Qwen/Qwen3-0.6B"\n[train.sampling]\nmax_tokens = 512\n')
-    (tmp_path / "configs" / "trainer.toml").write_text('max_steps = 50\n[ckpt\ninterval = 10\n')
+        "max_steps = 50\nseq_len = 2048\nbatch_size = 64\nrollouts_per_example = 8\nmax_async_level = 2\n"
+        'output_dir = "outputs/run_default"\n[model]\nname = "Qwen/Qwen3-0.6B"\n[train.sampling]\nmax_tokens = 512\n'
+    )
+    (tmp_path / "configs" / "trainer.toml").write_text("max_steps = 50\n[ckpt\ninterval = 10\n")
     config = read_run_config(tmp_path, Layout.L)
     assert (config.max_steps, config.group_size, config.max_completion_tokens, config.model) == (50, 8, 512, "Qwen/Qwen3-0.6B")
     assert len(config.problems) == 1 and config.problems[0].startswith("configs/trainer.toml: malformed TOML")
@@ -98,5 +119,5 @@ def test_bad_settings_are_one_clear_line(tmp_path):
     bad.write_text("cadence = \n")
     with pytest.raises(ConfigError, match="malformed TOML"):
         load_settings(bad)
-    with pytest.raises(ConfigError, match="setting cadence: .*bad cadence"):
+    with pytest.raises(ConfigError, match=r"setting cadence: .*bad cadence"):
         load_settings(None, cadence="soon")

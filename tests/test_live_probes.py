@@ -8,11 +8,13 @@ import threading
 import time
 
 import pytest
+
 from rlagent.graph.runner import Monitor
 from rlagent.graph.state import Health
 from rlagent.tools.hostprobes import parse_vllm_metrics, probe_vllm
 from rlagent.tools.layout import discover_run
 from rlagent.tools.processes import find_run_processes
+
 from runbuilder import HRun
 
 # A prime-rl process: titled with setproctitle (which zeroes its /proc environ), holding its
@@ -72,7 +74,8 @@ def test_processes_are_tied_to_their_own_run(tmp_path, children):
     children.append(spawn("PRIME-RL::Trainer", env_name="run-b", via_parent=True))
     found, how = find_run_processes(run.dir.resolve(), "run-a")
     assert sorted((p.role, p.pid) for p in found) == sorted(
-        [("Trainer", titled_pid(children[0])), ("Orchestrator", children[1].pid)])
+        [("Trainer", titled_pid(children[0])), ("Orchestrator", children[1].pid)]
+    )
     assert "environment (1)" in how and "open files (1)" in how
     found_b, _ = find_run_processes(other.dir.resolve(), "run-b")
     assert [p.pid for p in found_b] == [titled_pid(children[2])]

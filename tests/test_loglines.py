@@ -2,15 +2,19 @@
 
 import math
 
-from conftest import loguru_line
-
 from rlagent.tools.loglines import clean, parse_head
 from rlagent.tools.steplines import parse_duration, parse_eval_line, parse_step_line
 
-H_ORCH = ("Step 3 |   41.2s | Reward 0.4312 | Trainable 112/128 (87.5%) | Turns 1.0 | Branches 1.0 | "
-          "Max Off-Policy 1 | Error 0.0% | Cancelled 0.0% | Truncation 3.1%")
-H_TRAINER = ("Step 3 |   38.9s | Loss 0.0012 | Entropy 0.4410 | Mismatch KL 0.0008 | Grad. Norm 0.2143 | LR 3.00e-06 | "
-             "Throughput 10432 tokens/s | MFU 12.1% | Peak Mem. 31.7 GiB")
+from conftest import loguru_line
+
+H_ORCH = (
+    "Step 3 |   41.2s | Reward 0.4312 | Trainable 112/128 (87.5%) | Turns 1.0 | Branches 1.0 | "
+    "Max Off-Policy 1 | Error 0.0% | Cancelled 0.0% | Truncation 3.1%"
+)
+H_TRAINER = (
+    "Step 3 |   38.9s | Loss 0.0012 | Entropy 0.4410 | Mismatch KL 0.0008 | Grad. Norm 0.2143 | LR 3.00e-06 | "
+    "Throughput 10432 tokens/s | MFU 12.1% | Peak Mem. 31.7 GiB"
+)
 
 
 def test_loguru_line_with_ansi_and_trainer_prefix():
@@ -48,8 +52,17 @@ def test_binary_junk_decodes_without_error():
 def test_h_orchestrator_step_line():
     line = parse_step_line(H_ORCH)
     assert line is not None and line.process == "orchestrator" and line.step == 3
-    assert line.values == {"step_time": 41.2, "reward": 0.4312, "trainable": 0.875, "turns": 1.0, "branches": 1.0,
-                           "off_policy_max": 1.0, "error": 0.0, "cancelled": 0.0, "truncation": 0.031}
+    assert line.values == {
+        "step_time": 41.2,
+        "reward": 0.4312,
+        "trainable": 0.875,
+        "turns": 1.0,
+        "branches": 1.0,
+        "off_policy_max": 1.0,
+        "error": 0.0,
+        "cancelled": 0.0,
+        "truncation": 0.031,
+    }
 
 
 def test_h_trainer_step_line_with_nan_and_inf():

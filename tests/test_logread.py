@@ -5,15 +5,18 @@ import math
 import os
 from datetime import UTC, datetime, timedelta
 
-from conftest import loguru_line, set_mtime
 from rlagent.tools.logread import read_log
+
+from conftest import loguru_line, set_mtime
 
 TZ = UTC
 
 
 def orch_step(n: int, reward: float = 0.5) -> str:
-    return (f"Step {n} |   41.2s | Reward {reward:.4f} | Trainable 112/128 (87.5%) | Turns 1.0 | Branches 1.0 | "
-            f"Max Off-Policy 1 | Error 0.0% | Cancelled 0.0% | Truncation 3.1%")
+    return (
+        f"Step {n} |   41.2s | Reward {reward:.4f} | Trainable 112/128 (87.5%) | Turns 1.0 | Branches 1.0 | "
+        f"Max Off-Policy 1 | Error 0.0% | Cancelled 0.0% | Truncation 3.1%"
+    )
 
 
 def write(path, text, mtime=None):
@@ -46,7 +49,7 @@ def test_growing_file_is_read_once_and_half_written_line_waits(tmp_path):
 
 def test_truncated_file_is_reread_from_start_with_a_note(tmp_path):
     log = tmp_path / "trainer.log"
-    write(log, "".join(loguru_line("10:00:0%d" % i, "SUCCESS", orch_step(i)) for i in range(1, 6)))
+    write(log, "".join(loguru_line(f"10:00:0{i}", "SUCCESS", orch_step(i)) for i in range(1, 6)))
     first = read_log(log, "logs/trainer.log", None, TZ)
     log.write_text(loguru_line("11:00:00", "SUCCESS", orch_step(1)))
     set_mtime(log, datetime(2026, 11, 20, 11, 0, 1, tzinfo=UTC))
@@ -79,9 +82,13 @@ def test_traceback_is_attached_and_classified_with_file_and_line(tmp_path):
     log = tmp_path / "trainer.log"
     text = (
         loguru_line("14:00:00", "SUCCESS", "Step 1 |   38.9s | Loss 0.0012 | Entropy 0.4410", prefix="[trainer0]:")
-        + loguru_line("14:09:44", "ERROR", "Fatal error in train\nTraceback (most recent call last):\n"
-                      '  File "train.py", line 9, in train\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB',
-                      prefix="[trainer0]:")
+        + loguru_line(
+            "14:09:44",
+            "ERROR",
+            "Fatal error in train\nTraceback (most recent call last):\n"
+            '  File "train.py", line 9, in train\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB',
+            prefix="[trainer0]:",
+        )
         + "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
     )
     write(log, text)
@@ -98,17 +105,26 @@ def test_traceback_is_attached_and_classified_with_file_and_line(tmp_path):
 
 def test_headless_crash_lines_after_a_step_line_are_still_witnesses(tmp_path):
     log = tmp_path / "trainer.log"
-    write(log, loguru_line("14:00:00", "SUCCESS", "Step 1 |   38.9s | Loss 0.0012 | Entropy 0.4410", prefix="[trainer0]:")
-          + "[trainer0]:[rank0]:[E1120 14:00:30.1] [PG 0 Rank 0] Watchdog caught collective operation timeout: NCCL\n"
-          + "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n")
+    write(
+        log,
+        loguru_line("14:00:00", "SUCCESS", "Step 1 |   38.9s | Loss 0.0012 | Entropy 0.4410", prefix="[trainer0]:")
+        + "[trainer0]:[rank0]:[E1120 14:00:30.1] [PG 0 Rank 0] Watchdog caught collective operation timeout: NCCL\n"
+        + "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n",
+    )
     read = read_log(log, "logs/trainer.log", None, TZ)
     assert [(e.kind, e.line, e.level) for e in read.events] == [("nccl", 2, "STDERR"), ("crash", 3, "STDERR")]
 
 
 def test_multi_env_sublines_belong_to_their_step_line(tmp_path):
     log = tmp_path / "orchestrator.log"
-    write(log, loguru_line("14:00:00", "SUCCESS", orch_step(4) + "\n\t\t ╰─ reverse-text | Ratio 0.5 | Reward 0.3"
-                           "\n\t\t ╰─ math | Ratio 0.5 | Reward 0.7"))
+    write(
+        log,
+        loguru_line(
+            "14:00:00",
+            "SUCCESS",
+            orch_step(4) + "\n\t\t ╰─ reverse-text | Ratio 0.5 | Reward 0.3\n\t\t ╰─ math | Ratio 0.5 | Reward 0.7",
+        ),
+    )
     read = read_log(log, "logs/orchestrator.log", None, TZ)
     assert [(s.step, s.values["reward"]) for s, _ in read.steps] == [(4, 0.5)]
     assert read.cursor.lines == 3
@@ -116,9 +132,16 @@ def test_multi_env_sublines_belong_to_their_step_line(tmp_path):
 
 def test_nan_and_inf_in_trainer_line(tmp_path):
     log = tmp_path / "trainer.log"
-    write(log, loguru_line("14:00:00", "SUCCESS", "Step 9 |   38.9s | Loss nan | Entropy 0.44 | Grad. Norm inf | LR 3.00e-06",
-                           prefix="[trainer0]:"))
-    (step, _), = read_log(log, "logs/trainer.log", None, TZ).steps
+    write(
+        log,
+        loguru_line(
+            "14:00:00",
+            "SUCCESS",
+            "Step 9 |   38.9s | Loss nan | Entropy 0.44 | Grad. Norm inf | LR 3.00e-06",
+            prefix="[trainer0]:",
+        ),
+    )
+    ((step, _),) = read_log(log, "logs/trainer.log", None, TZ).steps
     assert math.isnan(step.values["loss"]) and math.isinf(step.values["grad_norm"])
 
 
@@ -142,18 +165,26 @@ def test_binary_junk_and_a_one_megabyte_line_do_not_break_reading(tmp_path):
 def test_dates_cross_midnight_from_the_file_time(tmp_path):
     log = tmp_path / "orchestrator.log"
     lines = [("23:58:00", 1), ("23:59:30", 2), ("00:01:00", 3), ("00:02:30", 4)]
-    write(log, "".join(loguru_line(t, "SUCCESS", orch_step(n)) for t, n in lines),
-          mtime=datetime(2026, 11, 21, 0, 2, 31, tzinfo=UTC))
+    write(
+        log,
+        "".join(loguru_line(t, "SUCCESS", orch_step(n)) for t, n in lines),
+        mtime=datetime(2026, 11, 21, 0, 2, 31, tzinfo=UTC),
+    )
     read = read_log(log, "logs/orchestrator.log", None, TZ)
     dates = [when for _, when in read.steps]
     assert dates[0] == datetime(2026, 11, 20, 23, 58, tzinfo=UTC)
     assert dates[3] == datetime(2026, 11, 21, 0, 2, 30, tzinfo=UTC)
     # The next read continues from the last date, across another midnight a day later.
-    write(log, loguru_line("23:59:00", "SUCCESS", orch_step(5)) + loguru_line("00:00:10", "SUCCESS", orch_step(6)),
-          mtime=datetime(2026, 11, 22, 0, 0, 11, tzinfo=UTC))
+    write(
+        log,
+        loguru_line("23:59:00", "SUCCESS", orch_step(5)) + loguru_line("00:00:10", "SUCCESS", orch_step(6)),
+        mtime=datetime(2026, 11, 22, 0, 0, 11, tzinfo=UTC),
+    )
     later = read_log(log, "logs/orchestrator.log", read.cursor, TZ)
-    assert [when for _, when in later.steps] == [datetime(2026, 11, 21, 23, 59, tzinfo=UTC),
-                                                  datetime(2026, 11, 22, 0, 0, 10, tzinfo=UTC)]
+    assert [when for _, when in later.steps] == [
+        datetime(2026, 11, 21, 23, 59, tzinfo=UTC),
+        datetime(2026, 11, 22, 0, 0, 10, tzinfo=UTC),
+    ]
     assert later.cursor.last_time - read.cursor.last_time > timedelta(hours=23)
 
 
@@ -162,5 +193,5 @@ def test_local_time_zone_of_the_logs_is_converted_to_utc(tmp_path):
 
     log = tmp_path / "orchestrator.log"
     write(log, loguru_line("09:00:00", "SUCCESS", orch_step(1)), mtime=datetime(2026, 11, 20, 14, 0, 1, tzinfo=UTC))
-    (_, when), = read_log(log, "logs/orchestrator.log", None, ZoneInfo("America/New_York")).steps
+    ((_, when),) = read_log(log, "logs/orchestrator.log", None, ZoneInfo("America/New_York")).steps
     assert when == datetime(2026, 11, 20, 14, 0, tzinfo=UTC)

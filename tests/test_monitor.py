@@ -4,11 +4,13 @@ import json
 from datetime import timedelta
 
 import pytest
+
 from rlagent.agents.writer import write
 from rlagent.graph.build import Nodes
 from rlagent.graph.runner import Monitor, build_report
 from rlagent.graph.state import Health
 from rlagent.tools.layout import discover_run
+
 from runbuilder import HRun
 
 

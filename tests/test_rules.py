@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import pytest
+
 from rlagent.agents.rules import RULES, RuleContext, Thresholds, health_of, run_rules
 from rlagent.agents.rules.context import noise_sd, rolling_median, streak_vs_reference, theil_sen_slope
 from rlagent.graph.state import (

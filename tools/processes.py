@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 import psutil
+
 from rlagent.graph.state import ProcessInfo
 
 TITLE_PREFIXES = (b"PRIME-RL::", b"Verifiers::")

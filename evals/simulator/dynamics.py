@@ -1,0 +1,330 @@
+"""The numbers of a run: what every step's metrics are, healthy or failing.
+
+One `StepStats` per step, drawn from named random streams (see `rng.py`) around smooth
+trends: reward rises and saturates, entropy declines slowly, grad norm wanders with one normal
+~3x single-step excursion. The injected failure bends these trends from `onset_step`, scaled by
+`severity`; nothing is pinned to a fixed step, so the signals move with the scenario.
+
+Per kind (severity 1.0 is the textbook case):
+- entropy-collapse: entropy decays to `0.03/severity` of its level (tau `3/severity` steps);
+  groups become identical, so the trainable fraction and grad norm fall, reward stalls.
+- nan: from the onset each step is non-finite with probability `severity` (the onset always);
+  after the first NaN step the policy is broken: reward ~0, outputs run to the length cap.
+- crash-oom: peak memory climbs over the steps before the onset, where the trainer dies.
+- truncation: the truncated fraction climbs to `0.5 + 0.3*severity` (tau `8/severity` steps),
+  completions approach `max_completion_tokens`, reward erodes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, replace
+
+from .rng import binomial, lognormal, stream
+from .scenario import Scenario
+
+
+@dataclass(frozen=True, slots=True)
+class EnvStep:
+    """One train env's share of an orchestrator step (multi-env runs)."""
+
+    name: str
+    ratio: float
+    reward: float
+    turns: float
+    branches: float
+    off_policy_max: int
+    error: float
+    cancelled: float
+    truncation: float
+    output_tokens: float
+
+
+@dataclass(frozen=True, slots=True)
+class StepStats:
+    """Everything one step reports, trainer side and orchestrator side."""
+
+    step: int
+    # trainer
+    loss: float
+    entropy: float
+    mismatch_kl: float
+    grad_norm: float
+    lr: float
+    throughput: float
+    mfu: float
+    peak_mem_gib: float
+    nonfinite: bool
+    train_compute_s: float
+    # orchestrator (quality over the shipped batch, error/cancel over the arrival window)
+    gen_s: float
+    reward: float
+    reward_std: float
+    reward_min: float
+    reward_max: float
+    reward_p10: float
+    reward_p90: float
+    trainable: int
+    effective: int
+    turns: float
+    branches: float
+    off_policy_max: int
+    error: float
+    cancelled: float
+    truncation: float
+    output_tokens: float
+    output_tokens_min: float
+    output_tokens_max: float
+    input_tokens: float
+    generated: int
+    failed: int
+    cancelled_n: int
+    envs: tuple[EnvStep, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class EvalStats:
+    env: str
+    reward: float
+    avg_at_k: float
+    pass_at_k: float
+    truncation: float
+    error: float
+    turns: float
+    output_tokens: float
+    episodes: int
+
+
+def _params_billion(model: str) -> float:
+    match = re.search(r"(\d+(?:\.\d+)?)[Bb]\b", model)
+    return float(match.group(1)) if match else 1.0
+
+
+def _clip(x: float, lo: float = 0.0, hi: float = 1.0) -> float:
+    return min(hi, max(lo, x))
+
+
+class Dynamics:
+    """Per-step stats for one scenario, computed lazily and cached."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.sc = scenario
+        self._cache: dict[int, StepStats] = {}
+        self._cum: list[tuple[float, int, int]] = [(0.0, 0, 0)]
+        base = stream(scenario.seed, "base")
+        self.entropy0 = 0.42 + 0.08 * base.random()
+        self.grad0 = 0.18 + 0.06 * base.random()
+        self.env_curves = {
+            env: (0.18 + 0.1 * base.random(), 0.72 + 0.15 * base.random(), 25 + 15 * base.random()) for env in scenario.envs
+        }
+        self.spike_step = stream(scenario.seed, "spike").randint(8, max(9, min(scenario.max_steps, 60) - 4))
+        self.params_b = _params_billion(scenario.model)
+
+    # ---- failure shapes -------------------------------------------------------------
+
+    def collapse_factor(self, n: int) -> float:
+        sc = self.sc
+        if sc.kind != "entropy-collapse" or n < sc.onset_step:
+            return 1.0
+        sev = max(sc.severity, 1e-3)
+        floor = _clip(0.03 / sev, 0.005, 0.9)
+        return floor + (1 - floor) * math.exp(-(n - sc.onset_step) / (3.0 / sev))
+
+    def is_nan(self, n: int) -> bool:
+        sc = self.sc
+        if sc.kind != "nan" or n < sc.onset_step:
+            return False
+        return n == sc.onset_step or stream(sc.seed, "nan", n).random() < sc.severity
+
+    def truncation_level(self, n: int) -> float:
+        """Extra truncated fraction from the truncation failure (0 before the onset)."""
+        sc = self.sc
+        if sc.kind != "truncation" or n < sc.onset_step:
+            return 0.0
+        sev = max(sc.severity, 1e-3)
+        target = min(0.97, 0.5 + 0.3 * sev)
+        return target * (1 - math.exp(-(n - sc.onset_step + 1) / (8.0 / sev)))
+
+    def policy_broken(self, n: int) -> bool:
+        """After a NaN step the broadcast weights are NaN: rollouts are garbage."""
+        return self.sc.kind == "nan" and n > self.sc.onset_step
+
+    # ---- per step --------------------------------------------------------------------
+
+    def reward_curve(self, env: str, n: int) -> float:
+        r0, rinf, tau = self.env_curves[env]
+        return r0 + (rinf - r0) * (1 - math.exp(-n / tau))
+
+    def at(self, n: int) -> StepStats:
+        if n not in self._cache:
+            self._cache[n] = self._compute(n)
+        return self._cache[n]
+
+    def _compute(self, n: int) -> StepStats:
+        sc = self.sc
+        r = stream(sc.seed, "step", n)
+        collapse = self.collapse_factor(n)
+        broken = self.policy_broken(n)
+        trunc_extra = self.truncation_level(n)
+
+        # Lengths and truncation.
+        normal_len = sc.max_completion_tokens * 0.3 * (1 + 0.15 * math.tanh(n / 50)) * lognormal(r, 0.04)
+        truncation = _clip(0.018 * lognormal(r, 0.5), 0, 0.06)
+        if trunc_extra:
+            truncation = _clip(truncation + trunc_extra + r.gauss(0, 0.02), 0, 0.99)
+            normal_len *= 1 + 1.2 * trunc_extra
+        if broken:
+            truncation = _clip(0.95 + r.gauss(0, 0.02), 0, 1)
+        normal_len = min(normal_len, sc.max_completion_tokens * 0.9)
+        out_mean = (1 - truncation) * normal_len + truncation * sc.max_completion_tokens
+        out_max = float(sc.max_completion_tokens) if truncation > 0.004 else normal_len * 1.8
+        out_min = max(1.0, normal_len * 0.3 * lognormal(r, 0.1)) if not broken else sc.max_completion_tokens * 0.6
+        input_tokens = sc.prompt_tokens * lognormal(r, 0.02)
+
+        # Per-env rewards, then the aggregate.
+        env_steps: list[EnvStep] = []
+        weights = [lognormal(r, 0.1) for _ in sc.envs]
+        total_w = sum(weights)
+        for env, w in zip(sc.envs, weights, strict=True):
+            reward = self.reward_curve(env, n) + r.gauss(0, 0.02)
+            if collapse < 1:
+                reward = self.reward_curve(env, sc.onset_step) * (0.9 + 0.07 * collapse) + r.gauss(0, 0.02 * collapse)
+            if trunc_extra:
+                reward *= 1 - 0.7 * trunc_extra
+            if broken:
+                reward = abs(r.gauss(0.01, 0.01))
+            env_steps.append(
+                EnvStep(
+                    name=env,
+                    ratio=w / total_w,
+                    reward=_clip(reward),
+                    turns=sc.turns if sc.turns == 1 else sc.turns * lognormal(r, 0.05),
+                    branches=1.0,
+                    off_policy_max=0,
+                    error=0.0,
+                    cancelled=0.0,
+                    truncation=_clip(truncation * lognormal(r, 0.1)),
+                    output_tokens=out_mean * lognormal(r, 0.05),
+                )
+            )
+        reward = sum(e.reward * e.ratio for e in env_steps)
+
+        # Arrivals: the shipped batch plus failed and cancelled episodes.
+        fail_rate = sc.trace_fail_rate * lognormal(r, 0.5)
+        failed = binomial(r, sc.batch_size, fail_rate)
+        cancelled_n = sc.group_size if r.random() < 0.05 else 0
+        generated = sc.batch_size + failed + cancelled_n
+        off_policy = 0 if n == 1 else (2 if r.random() < 0.2 else 1)
+        env_steps = [
+            replace(
+                e,
+                off_policy_max=off_policy,
+                error=failed / generated * lognormal(r, 0.2),
+                cancelled=cancelled_n / generated,
+            )
+            for e in env_steps
+        ]
+
+        std = 0.35 * math.sqrt(max(reward * (1 - reward), 1e-4)) * (collapse**0.5)
+        if broken:
+            std = 0.01
+        trainable_frac = 0.93 * (0.15 + 0.85 * collapse) * lognormal(r, 0.02)
+        if broken:
+            trainable_frac = 0.1
+        trainable = min(sc.batch_size, round(sc.batch_size * trainable_frac))
+
+        # Trainer.
+        tokens = sc.batch_size * (input_tokens + out_mean)
+        ref_tokens = sc.batch_size * (sc.prompt_tokens + sc.max_completion_tokens * 0.3)
+        compute = sc.step_time_s * (tokens / ref_tokens) ** 0.8 * lognormal(r, 0.04)
+        gen = sc.step_time_s * 0.95 * (out_mean / (sc.max_completion_tokens * 0.3)) ** 0.9 * lognormal(r, 0.08)
+        # fwd/bwd throughput (packed micro-batches), not tokens per wall-clock step
+        nominal_tps = 9000.0 / self.params_b**0.8 * sc.trainer_gpus
+        throughput = nominal_tps * (tokens / ref_tokens) ** 0.15 * lognormal(r, 0.03)
+        mfu = throughput * 6 * self.params_b * 1e9 / (989e12 * sc.trainer_gpus) * 100
+        peak_mem = (16 + 12 * self.params_b) * lognormal(r, 0.004)
+        if sc.kind == "crash-oom" and 0 < sc.onset_step - n <= 3:
+            peak_mem = min(79.0, peak_mem + (70 - peak_mem) * (4 - (sc.onset_step - n)) / 3 * sc.severity)
+        grad = self.grad0 * (1 - 0.25 * n / (n + 100)) * lognormal(r, 0.12) * (0.35 + 0.65 * collapse)
+        if n == self.spike_step:
+            grad *= 2.8 + 0.4 * r.random()
+        entropy = self.entropy0 * (0.6 + 0.4 * math.exp(-n / 150)) * lognormal(r, 0.03) * collapse
+        loss = r.gauss(0.0004, 0.003)
+        kl = 0.0008 * lognormal(r, 0.25)
+        nonfinite = self.is_nan(n)
+        if nonfinite:
+            loss = entropy = kl = grad = math.nan
+
+        return StepStats(
+            step=n,
+            loss=loss,
+            entropy=entropy,
+            mismatch_kl=kl,
+            grad_norm=grad,
+            lr=3e-6,
+            throughput=throughput,
+            mfu=mfu,
+            peak_mem_gib=peak_mem,
+            nonfinite=nonfinite,
+            train_compute_s=compute,
+            gen_s=gen,
+            reward=reward,
+            reward_std=std,
+            reward_min=_clip(reward - 2.4 * std - 0.05 * r.random()),
+            reward_max=_clip(reward + 2.4 * std + 0.05 * r.random()),
+            reward_p10=_clip(reward - 1.28 * std),
+            reward_p90=_clip(reward + 1.28 * std),
+            trainable=trainable,
+            effective=sc.batch_size,
+            turns=sum(e.turns * e.ratio for e in env_steps),
+            branches=1.0,
+            off_policy_max=off_policy,
+            error=failed / generated,
+            cancelled=cancelled_n / generated,
+            truncation=truncation,
+            output_tokens=out_mean,
+            output_tokens_min=out_min,
+            output_tokens_max=out_max,
+            input_tokens=input_tokens,
+            generated=generated,
+            failed=failed,
+            cancelled_n=cancelled_n,
+            envs=tuple(env_steps),
+        )
+
+    def eval_at(self, n: int, env: str) -> EvalStats:
+        """Eval of the policy at step n on `env` (a bit below the train reward)."""
+        sc = self.sc
+        r = stream(sc.seed, "eval", n, env)
+        train = self.at(n)
+        base = self.reward_curve(env, n) if env in self.env_curves else train.reward
+        if self.collapse_factor(n) < 1 or self.truncation_level(n) or self.policy_broken(n):
+            base = min(base, train.reward)
+        reward = _clip(base - 0.04 + r.gauss(0, 0.015))
+        return EvalStats(
+            env=env,
+            reward=reward,
+            avg_at_k=reward,
+            pass_at_k=_clip(reward + 0.15 + r.gauss(0, 0.02)),
+            truncation=train.truncation,
+            error=0.0,
+            turns=train.turns,
+            output_tokens=train.output_tokens * lognormal(r, 0.05),
+            episodes=sc.eval_examples * sc.eval_k,
+        )
+
+    def cumulative(self, n: int) -> tuple[float, int, int]:
+        """(tokens, rollouts, tasks) trained on through step n."""
+        while len(self._cum) <= n:
+            k = len(self._cum)
+            st = self.at(k)
+            tokens, rollouts, tasks = self._cum[-1]
+            self._cum.append(
+                (
+                    tokens + st.effective * (st.input_tokens + st.output_tokens),
+                    rollouts + st.effective,
+                    tasks + st.effective // self.sc.group_size,
+                )
+            )
+        return self._cum[n]

@@ -1,0 +1,68 @@
+"""Where each file of a run lives, per layout (formats doc section 3).
+
+H (Aug 2026): `logs/attempt_N/{trainer,orchestrator,inference}.log`, `logs/latest -> attempt_N`,
+`envs/train/<env>.log`, `metrics.jsonl`, `checkpoints/step_N/{trainer,orchestrator}`,
+`broadcasts/step_N`, `rollouts/step_N/{train,eval}/{all,effective}/traces.jsonl`.
+L (May 2026): `logs/*.log`, `logs/envs/train/<env>/env_server.log`, `checkpoints/step_N/trainer`,
+`weights/step_N`, and the orchestrator's `run_default/{checkpoints,broadcasts,rollouts}`.
+
+Log writers address *streams* (`trainer`, `orchestrator`, `inference`, `metrics`, `env:<name>`);
+only this module knows the paths behind them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+class RunPaths:
+    def __init__(self, root: Path, layout: str, attempt: int = 1) -> None:
+        self.root = Path(root)
+        self.layout = layout
+        self.attempt = attempt
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs" / f"attempt_{self.attempt}" if self.layout == "H" else self.root / "logs"
+
+    @property
+    def orch_root(self) -> Path:
+        """Where the orchestrator writes its own artifacts (L: `run_default/`)."""
+        return self.root if self.layout == "H" else self.root / "run_default"
+
+    def stream(self, name: str) -> Path:
+        if name == "metrics":
+            if self.layout != "H":
+                raise ValueError("layout L writes no metrics.jsonl")
+            return self.root / "metrics.jsonl"
+        if name.startswith("env:"):
+            env = name[4:]
+            if self.layout == "H":
+                return self.logs / "envs" / "train" / f"{env}.log"
+            return self.logs / "envs" / "train" / env / "env_server.log"
+        return self.logs / f"{name}.log"
+
+    def ckpt_trainer(self, n: int) -> Path:
+        return self.root / "checkpoints" / f"step_{n}" / "trainer"
+
+    def ckpt_orchestrator(self, n: int) -> Path:
+        return self.orch_root / "checkpoints" / f"step_{n}" / "orchestrator"
+
+    def broadcast(self, n: int) -> Path:
+        return self.orch_root / "broadcasts" / f"step_{n}"
+
+    def weights(self, n: int) -> Path:
+        return self.root / "weights" / f"step_{n}"
+
+    def rollouts(self, n: int) -> Path:
+        return self.orch_root / "rollouts" / f"step_{n}"
+
+    def prepare(self) -> None:
+        """Create the log directory and, in H, the relative `logs/latest` symlink."""
+        self.logs.mkdir(parents=True, exist_ok=True)
+        if self.layout == "H":
+            latest = self.root / "logs" / "latest"
+            if latest.is_symlink() or latest.exists():
+                latest.unlink()
+            os.symlink(f"attempt_{self.attempt}", latest)

@@ -1,0 +1,101 @@
+"""The check-in graph end to end on the bundled example runs and on simulated prime-rl runs of
+both layouts, several seeds each: the diagnosis, not just that something ran."""
+
+import os
+import re
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from rlagent.evals.simulator import SCENARIOS, append_run, write_run
+from rlagent.graph.runner import Monitor, build_report
+from rlagent.graph.state import Health
+from rlagent.tools.layout import discover_run
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "runs"
+ENTRY = re.compile(
+    r"^## \d{4}-\d\d-\d\d \d\d:\d\d UTC\n\*\*Step\*\*: \d+ / \d+\n\*\*Health\*\*: (Healthy|Degraded|Down)\n"
+    r"\*\*Progress\*\*: .+\n\*\*Stability\*\*: .+\n\*\*Performance\*\*: .+\n(\*\*Notes\*\*:\n(.+\n)+)?"
+    r"<!-- rlagent:checkin [\w.-]+#\d+ -->$"
+)
+
+
+def check(run_dir, tmp_path):
+    return Monitor(discover_run(run_dir), home=tmp_path / "home", offline=True).check_in()
+
+
+def copy_example(name, tmp_path):
+    """A fresh copy, dated as if recorded on 2026-11-21 (git does not keep mtimes)."""
+    target = tmp_path / name
+    shutil.copytree(EXAMPLES / name, target, symlinks=True)
+    stamp = datetime(2026, 11, 21, 23, 59, 59, tzinfo=UTC).timestamp()
+    for path in target.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            os.utime(path, (stamp, stamp))
+    return target
+
+
+def test_bundled_h_run_is_healthy_despite_alarming_but_normal_lines(tmp_path):
+    state = check(copy_example("reverse-text-h", tmp_path), tmp_path)
+    report = build_report(state)
+    assert (report["layout"], report["health"], report["step"], report["max_steps"]) == ("H", "Healthy", 58, 200)
+    assert [f["id"] for f in report["findings"] if f["severity"] != "info"] == []
+    entry = report["status_entry"]
+    assert ENTRY.match(entry), entry
+    # The normal-but-alarming lines are there, counted, and not findings.
+    assert "Inference server was not reached" in entry and "No NVLink detected" in entry
+    assert "Trace failed in group <id>" in entry
+    assert report["checked_at"].startswith("2026-11-21T")
+
+
+def test_bundled_l_run_shows_its_truncation(tmp_path):
+    state = check(copy_example("reverse-text-l", tmp_path), tmp_path)
+    assert state.run.layout.value == "L" and state.health is Health.DEGRADED
+    ids = {f.id: f for f in state.findings}
+    assert "truncation_high" in ids and ids["truncation_high"].severity.value == "warning"
+    assert ids["truncation_high"].last_step == 60
+    assert ENTRY.match(state.status_entry), state.status_entry
+    assert "truncated" in state.status_entry  # a truncated sample is quoted
+
+
+EXPECTED = {
+    "healthy-h": (Health.HEALTHY, set()),
+    "healthy-l": (Health.HEALTHY, set()),
+    "healthy-multienv-h": (Health.HEALTHY, set()),
+    "finished-h": (Health.HEALTHY, {"run_finished"}),
+    "entropy-collapse-h": (Health.DEGRADED, {"entropy_collapse"}),
+    "nan-h": (Health.DEGRADED, {"nan_detected"}),
+    "crash-oom-h": (Health.DOWN, {"run_crashed", "cuda_oom"}),
+    "truncation-l": (Health.DEGRADED, {"truncation_high"}),
+}
+
+
+@pytest.mark.parametrize("seed", [11, 29])
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_simulated_runs_are_diagnosed(name, seed, tmp_path):
+    scenario = SCENARIOS[name].variant(seed=seed, rollout_steps_kept=SCENARIOS[name].steps)
+    run = write_run(scenario, tmp_path / name)
+    state = check(run, tmp_path)
+    health, must = EXPECTED[name]
+    ids = {f.id for f in state.findings}
+    assert must <= ids, (name, seed, state.findings)
+    if not must:
+        assert not [f for f in state.findings if f.severity.value != "info"], state.findings
+    assert state.health is health, state.findings
+
+
+def test_a_run_growing_between_checkins_is_read_incrementally(tmp_path):
+    scenario = SCENARIOS["healthy-h"].variant(steps=20, seed=5)
+    run = write_run(scenario, tmp_path / "growing")
+    monitor = Monitor(discover_run(run), home=tmp_path / "home", offline=True)
+    first = monitor.check_in()
+    sizes = {p: p.stat().st_size for p in run.rglob("*.log")} | {run / "metrics.jsonl": (run / "metrics.jsonl").stat().st_size}
+    append_run(scenario, run, steps=45)
+    grown = sum(p.stat().st_size - sizes.get(p, 0) for p in [*run.rglob("*.log"), run / "metrics.jsonl"])
+    second = monitor.check_in()
+    assert first.observation.trainer_step < second.observation.trainer_step <= 45
+    assert second.observation.bytes_read == grown
+    assert set(range(1, second.observation.trainer_step + 1)) <= set(second.history.trainer)
+    assert second.health is Health.HEALTHY and (run / "STATUS.md").read_text().count("<!-- rlagent:checkin") == 3
