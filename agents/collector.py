@@ -32,7 +32,7 @@ from rlagent.tools.metrics_jsonl import REL as METRICS_REL
 from rlagent.tools.metrics_jsonl import read_metrics
 from rlagent.tools.patterns import message_template
 from rlagent.tools.processes import find_run_processes
-from rlagent.tools.rollouts import l_step_fractions, sample_rollouts
+from rlagent.tools.rollouts import l_step_fractions, sample_key, sample_rollouts
 
 HISTORY_STEPS = 1000
 """Steps of each series kept in the state store (rules look back far less)."""
@@ -75,7 +75,7 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
     cursors: dict[str, FileCursor] = {}
     groups = {} if new_attempt else dict(state.groups)
     events = list(state.events)
-    history = state.history.model_copy(deep=True)
+    history = _fresh_history(state.history)
     new_events: list[LogEvent] = []
     bytes_read = 0
     newest: datetime | None = None
@@ -108,8 +108,8 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
         for process, table in (("trainer", metrics.trainer), ("orchestrator", metrics.orchestrator)):
             target = history.table(process)  # type: ignore[arg-type]
             for step, values in table.items():
-                row = target.setdefault(step, {})
-                row.update({k: v for k, v in values.items() if not (k in row and not math.isfinite(row[k]))})
+                row = target.get(step, {})
+                _update_row(target, step, {k: v for k, v in values.items() if not (k in row and not math.isfinite(row[k]))})
         _merge_evals(history, metrics.evals)
         for process, stamp in metrics.times.items():
             seen = datetime.fromtimestamp(stamp, UTC)
@@ -122,14 +122,18 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
         # The newest step's file may still be growing: it is read again next time.
         fractions = l_step_fractions(run_dir, max(0, state.rollout_stats_step - 1))
         for step, values in fractions.items():
-            history.orchestrator.setdefault(step, {}).update(values)
+            _update_row(history.orchestrator, step, values)
         rollout_stats_step = max([state.rollout_stats_step, *fractions])
     _refresh_early(history)
     _trim(history)
 
     events = _bounded_events(events + new_events)
-    rollout_step, rollouts_per_step, rollouts, rollout_notes = sample_rollouts(run_dir, state.run.layout)
-    notes += rollout_notes
+    key = sample_key(run_dir, state.run.layout)
+    if key is not None and key == state.samples_key:
+        rollout_step, rollouts_per_step, rollouts = state.samples_step, state.samples_count, state.samples
+    else:
+        rollout_step, rollouts_per_step, rollouts, rollout_notes = sample_rollouts(run_dir, state.run.layout)
+        notes += rollout_notes
 
     if deps.offline:
         now = state.now_override or newest or deps.clock()
@@ -168,13 +172,32 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
         "observation": observation,
         "processes_seen": roles_seen,
         "rollout_stats_step": rollout_stats_step,
+        "samples": rollouts,
+        "samples_key": key,
+        "samples_step": rollout_step,
+        "samples_count": rollouts_per_step,
     }
+
+
+def _fresh_history(old: MetricHistory) -> MetricHistory:
+    """A copy to update without touching the input state: outer containers are copied and rows
+    are replaced, never mutated (a deep copy of a long history costs more than the whole read)."""
+    return MetricHistory.model_construct(
+        trainer=dict(old.trainer),
+        orchestrator=dict(old.orchestrator),
+        early=dict(old.early),
+        evals=list(old.evals),
+        step_seen_at=dict(old.step_seen_at),
+    )
+
+
+def _update_row(table: dict[int, dict[str, float]], step: int, values: dict[str, float]) -> None:
+    table[step] = {**table.get(step, {}), **values}
 
 
 def _merge_steps(history: MetricHistory, read: LogRead) -> None:
     for line, when in read.steps:
-        table = history.table(line.process)  # type: ignore[arg-type]
-        table.setdefault(line.step, {}).update(line.values)
+        _update_row(history.table(line.process), line.step, line.values)  # type: ignore[arg-type]
         if when is not None:
             seen = history.step_seen_at.get(line.process)
             if seen is None or when > seen:
@@ -240,8 +263,7 @@ def _group_warnings(groups: dict[str, WarningGroup], warnings: list[LogEvent]) -
                 continue
             groups[key] = WarningGroup(template=template, level=event.level, count=1, first=event, last=event)
         else:
-            group.count += 1
-            group.last = event
+            groups[key] = group.model_copy(update={"count": group.count + 1, "last": event})
 
 
 def merged_groups(groups: dict[str, WarningGroup]) -> list[WarningGroup]:

@@ -74,7 +74,13 @@ def write(state: CheckinState, deps: WriterDeps) -> dict:
                 written = append_entry(path, text, marker)
         except OSError as exc:
             entry = entry.replace(marker, f"- STATUS.md could not be written: {exc.strerror or exc}\n{marker}")
-    return {"status_entry": entry, "written": written, "checked_at": obs.now}
+    return {
+        "status_entry": entry,
+        "written": written,
+        "checked_at": obs.now,
+        # This check-in's events are already in `events`: not stored twice.
+        "observation": obs.model_copy(update={"new_events": []}),
+    }
 
 
 def render_entry(state: CheckinState, obs: Observation, marker: str) -> str:

@@ -65,6 +65,9 @@ class Monitor:
             writer=make_writer(self._writer_deps),
         )
         self.graph = build_graph(self.nodes, self.saver)
+        self.saver.setup()
+        self._known_head: str | None = None
+        self._known_checkin = 0
         self.config = {"configurable": {"thread_id": self.key}}
 
     def state(self) -> CheckinState | None:
@@ -75,11 +78,12 @@ class Monitor:
         """Run one check-in; `now` fixes the time of an offline check-in (replays)."""
         started = time.perf_counter()
         with run_lock(self.dir):
-            self._finish_interrupted()
-            previous = self.graph.get_state(self.config).values or {}
+            if self._head() != self._known_head:  # first check-in of this process, or another monitor wrote
+                self._finish_interrupted()
+                self._known_checkin = int((self.graph.get_state(self.config).values or {}).get("checkin", 0))
             update = {
                 "run": self.run,
-                "checkin": int(previous.get("checkin", 0)) + 1,
+                "checkin": self._known_checkin + 1,
                 "observation": None,
                 "findings": [],
                 "health": None,
@@ -90,9 +94,19 @@ class Monitor:
             }
             result = self.graph.invoke(update, self.config, durability="exit")
             prune_checkpoints(self.conn, self.key)
-        state = CheckinState.model_validate(result)
+            state = CheckinState.model_validate(result)
+            self._known_head, self._known_checkin = self._head(), state.checkin
         logger.debug("check-in #{} of {} took {:.1f} ms", state.checkin, self.key, (time.perf_counter() - started) * 1000)
         return state
+
+    def _head(self) -> str | None:
+        """Id of the thread's newest checkpoint: tells whether the state held in memory is current."""
+        row = self.conn.execute(
+            "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' "
+            "ORDER BY checkpoint_id DESC LIMIT 1",
+            (self.key,),
+        ).fetchone()
+        return row[0] if row else None
 
     def _finish_interrupted(self) -> None:
         """A check-in that crashed mid-way is finished first, from its checkpoint (its entry,

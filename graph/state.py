@@ -274,6 +274,11 @@ class CheckinState(BaseModel):
     health: Health | None = None
     remembered: dict[str, FindingRecord] = Field(default_factory=dict)
     """Findings reported by earlier check-ins, for persistence."""
+    samples: list[Rollout] = Field(default_factory=list)
+    """Telling rollouts of the newest step, kept while that file is unchanged."""
+    samples_key: str | None = None
+    samples_step: int | None = None
+    samples_count: int = 0
     rollout_stats_step: int = 0
     """Layout L: newest rollouts step whose truncation/error fractions are in the history."""
     processes_seen: list[str] = Field(default_factory=list)

@@ -45,6 +45,7 @@ def _fail(message: str) -> None:
 
 def _setup_logging(verbose: bool) -> None:
     logger.remove()
+    logger.enable("rlagent")
     logger.add(sys.stderr, level="DEBUG" if verbose else "WARNING", format="<dim>{time:HH:mm:ss}</dim> {level} {message}")
 
 

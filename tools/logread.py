@@ -13,7 +13,7 @@ from pathlib import Path
 from rlagent.graph.state import FileCursor, LogEvent
 from rlagent.tools.dayclock import date_points
 from rlagent.tools.layout import process_of
-from rlagent.tools.logscan import scan_file
+from rlagent.tools.logscan import INFERENCE_NEEDLES, NEEDLES, scan_file
 from rlagent.tools.patterns import classify, detail_kinds
 from rlagent.tools.steplines import EvalLine, StepLine, parse_eval_line, parse_step_line
 from rlagent.tools.tail import plan_read
@@ -52,7 +52,8 @@ def read_log(path: Path, rel: str, cursor: FileCursor | None, tz: tzinfo) -> Log
     if plan.end <= plan.start:
         return out
     try:
-        scan = scan_file(path, plan.start, plan.end, plan.first_line)
+        needles = INFERENCE_NEEDLES if Path(rel).name.startswith("inference") else NEEDLES
+        scan = scan_file(path, plan.start, plan.end, plan.first_line, needles)
     except FileNotFoundError:
         out.notes.append(f"{rel} was deleted while being read")
         return LogRead(rel, cursor, notes=out.notes)

@@ -13,19 +13,13 @@ from dataclasses import dataclass, field
 
 from rlagent.tools.loglines import Head, clean, parse_head
 
-# Every line a rule can use contains one of these (levels, step/eval lines, crash text that
-# torchrun or C++ print without a loguru head).
-NEEDLES: tuple[bytes, ...] = (
-    b"WARNING",
-    b"ERROR",
-    b"SUCCESS",
-    b"rror",
-    b"finished",
-    b"Resuming",
-    b"Evaluated",
-    b"NCCL",
-    b"Step ",
-)
+# Every line a rule can use contains one of these: levels, crash text that torchrun or C++
+# print without a loguru head (`...Error:`, NCCL watchdog lines), and the INFO lines that
+# matter (finish, resume). Step lines are SUCCESS lines; eval lines are matched by name.
+PROBLEM_NEEDLES: tuple[bytes, ...] = (b"WARNING", b"ERROR", b"rror", b"NCCL")
+NEEDLES: tuple[bytes, ...] = (*PROBLEM_NEEDLES, b"SUCCESS", b"finished", b"Resuming", b"Evaluated")
+# vLLM's inference.log (most of a run's bytes) has no step, eval or finish lines of prime-rl's.
+INFERENCE_NEEDLES = PROBLEM_NEEDLES
 CHUNK = 8 << 20
 MAX_LINE = 64 << 10
 """Longer lines are cut before decoding (a 1 MB line must not cost a 1 MB regex)."""
@@ -56,7 +50,9 @@ class ScanResult:
     long_lines: int = 0
 
 
-def scan_file(path: str | os.PathLike, start: int, end: int, first_line_no: int) -> ScanResult:
+def scan_file(
+    path: str | os.PathLike, start: int, end: int, first_line_no: int, needles: tuple[bytes, ...] = NEEDLES
+) -> ScanResult:
     """Scan complete lines of `path` in [start, end); line numbers continue from first_line_no."""
     result = ScanResult(end=start)
     line_no = first_line_no  # number of the next line to be read
@@ -77,15 +73,15 @@ def scan_file(path: str | os.PathLike, start: int, end: int, first_line_no: int)
                     carry = carry[-MAX_LINE:]
                 continue
             complete, carry = buf[:cut], buf[cut:]
-            line_no = _scan_buffer(complete, line_no, result)
+            line_no = _scan_buffer(complete, line_no, result, needles)
             result.end = pos - len(carry)
     result.newlines = line_no - first_line_no
     return result
 
 
-def _scan_buffer(buf: bytes, line_no: int, result: ScanResult) -> int:
+def _scan_buffer(buf: bytes, line_no: int, result: ScanResult, needles: tuple[bytes, ...]) -> int:
     """Scan one buffer of complete lines; return the number of the line after it."""
-    starts = _candidate_starts(buf)
+    starts = _candidate_starts(buf, needles)
     _sample_stamp(buf, 0, line_no, result)
     cursor, cursor_line = 0, line_no
     skip_until = -1
@@ -113,9 +109,9 @@ def _scan_buffer(buf: bytes, line_no: int, result: ScanResult) -> int:
     return end_line
 
 
-def _candidate_starts(buf: bytes) -> list[int]:
+def _candidate_starts(buf: bytes, needles: tuple[bytes, ...]) -> list[int]:
     starts: set[int] = set()
-    for needle in NEEDLES:
+    for needle in needles:
         i = buf.find(needle)
         while i != -1:
             line_start = buf.rfind(b"\n", 0, i) + 1

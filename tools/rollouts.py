@@ -20,6 +20,8 @@ _STEP_DIR = re.compile(r"^step_(\d+)$")
 MAX_COMPLETION = 600
 MAX_BYTES = 8 << 20
 """Read at most this much of a rollouts file: enough samples, bounded cost."""
+MAX_SAMPLED_LINES = 64
+"""Telling samples are picked among the first this-many rollouts of the step."""
 
 
 def newest_rollouts_file(run_dir: Path, layout: Layout) -> tuple[int, Path] | None:
@@ -154,8 +156,17 @@ def l_step_fractions(run_dir: Path, after_step: int) -> dict[int, dict[str, floa
     return out
 
 
+def sample_key(run_dir: Path, layout: Layout) -> str | None:
+    """Identity of the newest rollouts file: an unchanged file need not be sampled again."""
+    found = newest_rollouts_file(run_dir, layout)
+    if found is None:
+        return None
+    st = found[1].stat()
+    return f"{found[1]}:{st.st_size}:{st.st_mtime_ns}"
+
+
 def sample_rollouts(run_dir: Path, layout: Layout) -> tuple[int | None, int, list[Rollout], list[str]]:
-    """(step, rollouts in that step's file, telling samples, notes)."""
+    """(step, rollouts in that step's file (lines), telling samples, notes)."""
     found = newest_rollouts_file(run_dir, layout)
     if found is None:
         return None, 0, [], []
@@ -168,7 +179,7 @@ def sample_rollouts(run_dir: Path, layout: Layout) -> tuple[int | None, int, lis
     lines = data.splitlines()
     if len(data) == MAX_BYTES and lines:
         lines = lines[:-1]  # the cut one is incomplete
-    for raw in lines:
+    for raw in lines[:MAX_SAMPLED_LINES]:
         try:
             row = json.loads(raw)
         except ValueError:
@@ -180,8 +191,8 @@ def sample_rollouts(run_dir: Path, layout: Layout) -> tuple[int | None, int, lis
         rollouts.extend(_from_h(row, step) if layout is Layout.H else [_from_l(row, step)])
     rel = path.relative_to(run_dir)
     if bad:
-        notes.append(f"{rel}: skipped {bad} malformed line(s)")
-    return step, len(rollouts), pick_telling(rollouts), notes
+        notes.append(f"{rel}: skipped {bad} malformed line(s) among the first {MAX_SAMPLED_LINES}")
+    return step, len(lines), pick_telling(rollouts), notes
 
 
 def pick_telling(rollouts: list[Rollout]) -> list[Rollout]:
