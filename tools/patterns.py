@@ -60,7 +60,7 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _p(
         "env_error",
         r"Trace failed in group|Episode task failed in group|Empty trajectory in group|"
-        r"request failed: |Rollout error in group|Dropping group .* failed dispatch rounds",
+        r"request failed: |Rollout error in group|Rollout failed: |Dropping group .* failed dispatch rounds",
     ),
     _p(
         "ckpt_error",
