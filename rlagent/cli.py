@@ -171,6 +171,9 @@ def run(
         monitor.close()
 
 
+# Further commands live in rlagent/commands/, one module each, registered here.
+
+
 def main() -> None:
     try:
         app()
