@@ -30,7 +30,6 @@ from rlagent.tools.layout import current_attempt, log_files
 from rlagent.tools.logread import LogRead, read_log
 from rlagent.tools.metrics_jsonl import REL as METRICS_REL
 from rlagent.tools.metrics_jsonl import read_metrics
-from rlagent.tools.patterns import message_template
 from rlagent.tools.processes import find_run_processes
 from rlagent.tools.rollouts import l_step_fractions, sample_key, sample_rollouts
 
@@ -82,7 +81,7 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
 
     for path in log_files(run_dir, state.run.layout):
         rel = str(path.relative_to(run_dir))
-        read = read_log(path, rel, state.cursors.get(rel), deps.tz)
+        read = read_log(path, rel, state.cursors.get(rel), deps.tz, keep_per_kind=EVENTS_PER_KIND)
         notes += read.notes
         if read.cursor is not None:
             cursors[rel] = read.cursor
@@ -95,7 +94,7 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
         _merge_steps(history, read)
         _merge_evals(history, [EvalPoint(env=e.env, step=e.step, score=e.score) for e in read.evals if e.step is not None])
         new_events += read.events
-        _group_warnings(groups, read.warnings)
+        _merge_groups(groups, rel, read.groups)
     for rel, cursor in state.cursors.items():
         if rel not in cursors and rel != METRICS_REL and Path(run_dir, rel).exists() and attempt is None:
             cursors[rel] = cursor  # a file not listed this time but still there (kept for L)
@@ -253,17 +252,16 @@ def _bounded_events(events: list[LogEvent]) -> list[LogEvent]:
     return sorted(kept, key=lambda e: (e.time or datetime.min.replace(tzinfo=UTC), e.file, e.line))
 
 
-def _group_warnings(groups: dict[str, WarningGroup], warnings: list[LogEvent]) -> None:
-    for event in warnings:
-        template = message_template(event.message)
-        key = f"{event.file}\x00{template}"
-        group = groups.get(key)
-        if group is None:
-            if len(groups) >= MAX_GROUPS:
-                continue
-            groups[key] = WarningGroup(template=template, level=event.level, count=1, first=event, last=event)
+def _merge_groups(groups: dict[str, WarningGroup], rel: str, new: dict[str, WarningGroup]) -> None:
+    """Add one file's freshly read groups to the attempt's groups (keyed by file and template)."""
+    for template, group in new.items():
+        key = f"{rel}\x00{template}"
+        known = groups.get(key)
+        if known is None:
+            if len(groups) < MAX_GROUPS:
+                groups[key] = group
         else:
-            groups[key] = group.model_copy(update={"count": group.count + 1, "last": event})
+            groups[key] = known.model_copy(update={"count": known.count + group.count, "last": group.last})
 
 
 def merged_groups(groups: dict[str, WarningGroup]) -> list[WarningGroup]:

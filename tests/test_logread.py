@@ -100,7 +100,18 @@ def test_traceback_is_attached_and_classified_with_file_and_line(tmp_path):
     assert crash.cite() == "logs/trainer.log:2: Fatal error in train"
     assert crash.time == datetime(2026, 11, 20, 14, 9, 44, tzinfo=UTC)
     assert "ChildFailedError" in crash.detail
-    assert [w.line for w in read.warnings] == [2]
+    assert [(g.template, g.first.line, g.count) for g in read.groups.values()] == [("Fatal error in train", 2, 1)]
+
+
+def test_a_thousand_identical_warnings_are_one_group_and_events_stay_bounded(tmp_path):
+    log = tmp_path / "orchestrator.log"
+    write(log, "".join(loguru_line("14:00:00", "WARNING", f"Trace failed in group {i:08x} (env) — TimeoutError: {i}s")
+                       for i in range(1000)))
+    read = read_log(log, "logs/orchestrator.log", None, TZ, keep_per_kind=20)
+    (group,) = read.groups.values()
+    assert group.template == "Trace failed in group <id> (env) — TimeoutError: <n>s"
+    assert (group.count, group.first.line, group.last.line) == (1000, 1, 1000)
+    assert [e.line for e in read.events] == list(range(981, 1001))
 
 
 def test_headless_crash_lines_after_a_step_line_are_still_witnesses(tmp_path):

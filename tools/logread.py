@@ -6,15 +6,17 @@ formats, nothing of the graph.
 
 from __future__ import annotations
 
+from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from pathlib import Path
+from typing import NamedTuple
 
-from rlagent.graph.state import FileCursor, LogEvent
+from rlagent.graph.state import FileCursor, LogEvent, WarningGroup
 from rlagent.tools.dayclock import date_points
 from rlagent.tools.layout import process_of
 from rlagent.tools.logscan import INFERENCE_NEEDLES, NEEDLES, scan_file
-from rlagent.tools.patterns import classify, detail_kinds
+from rlagent.tools.patterns import classify, detail_kinds, message_template
 from rlagent.tools.steplines import EvalLine, StepLine, parse_eval_line, parse_step_line
 from rlagent.tools.tail import plan_read
 
@@ -29,16 +31,33 @@ class LogRead:
     steps: list[tuple[StepLine, datetime | None]] = field(default_factory=list)
     evals: list[EvalLine] = field(default_factory=list)
     events: list[LogEvent] = field(default_factory=list)
-    """Classified events (kind set)."""
-    warnings: list[LogEvent] = field(default_factory=list)
-    """Every WARNING/ERROR record, classified or not, for grouping."""
+    """Classified events (kind set), the newest `keep_per_kind` of each kind, in line order."""
+    groups: dict[str, WarningGroup] = field(default_factory=dict)
+    """Every WARNING/ERROR record of this read, grouped by message template."""
     newest_time: datetime | None = None
     notes: list[str] = field(default_factory=list)
     fresh: bool = False
 
 
-def read_log(path: Path, rel: str, cursor: FileCursor | None, tz: tzinfo) -> LogRead:
-    """Read `path` from its cursor; bad input becomes notes, never an exception."""
+class _Raw(NamedTuple):
+    """A notable line before it becomes a LogEvent: most are dropped or only counted."""
+
+    line: int
+    when: datetime | None
+    level: str
+    message: str
+    detail: str
+    kind: str | None
+    numbers: list[float]
+    step: int | None
+
+
+def read_log(path: Path, rel: str, cursor: FileCursor | None, tz: tzinfo, keep_per_kind: int = 50) -> LogRead:
+    """Read `path` from its cursor; bad input becomes notes, never an exception.
+
+    A long cold read meets tens of thousands of warnings: they are counted into groups and
+    only the newest `keep_per_kind` events of each kind become LogEvents.
+    """
     try:
         plan, new_cursor = plan_read(path, rel, cursor)
     except FileNotFoundError:
@@ -74,13 +93,15 @@ def read_log(path: Path, rel: str, cursor: FileCursor | None, tz: tzinfo) -> Log
         new_cursor.last_time = dates[points[-1][0]]
         out.newest_time = new_cursor.last_time
     process_hint = process_of(rel)
+    kept: dict[str, deque[_Raw]] = defaultdict(lambda: deque(maxlen=keep_per_kind))
+    groups: dict[str, list] = {}  # template -> [level, count, first _Raw, last _Raw]
     for line in scan.lines:
         when = dates.get(line.line_no)
         head = line.head
         if head is None:
             kind, numbers = classify(line.text, "STDERR")
             if kind is not None:
-                out.events.append(_event(rel, line.line_no, when, "STDERR", line.text, "", kind, numbers, new_cursor))
+                kept[kind].append(_Raw(line.line_no, when, "STDERR", line.text, "", kind, numbers, new_cursor.step))
             continue
         message = head.message
         if head.level not in _WARN_LEVELS:
@@ -88,9 +109,8 @@ def read_log(path: Path, rel: str, cursor: FileCursor | None, tz: tzinfo) -> Log
             for index, text in enumerate(line.detail):
                 orphan_kind, orphan_numbers = classify(text, "STDERR") if text else (None, [])
                 if orphan_kind is not None:
-                    out.events.append(
-                        _event(rel, line.line_no + 1 + index, when, "STDERR", text, "", orphan_kind, orphan_numbers, new_cursor)
-                    )
+                    raw = _Raw(line.line_no + 1 + index, when, "STDERR", text, "", orphan_kind, orphan_numbers, new_cursor.step)
+                    kept[orphan_kind].append(raw)
         if message.startswith("Step "):
             step_line = parse_step_line(message, process_hint)
             if step_line is not None:
@@ -109,39 +129,39 @@ def read_log(path: Path, rel: str, cursor: FileCursor | None, tz: tzinfo) -> Log
         kind, numbers = classify(message, head.level)
         if kind is None and head.level in ("ERROR", "CRITICAL") and "/envs/" in f"/{rel}":
             kind = "env_error"  # an ERROR in an env server log is an env error whatever its text
-        event = _event(rel, line.line_no, when, head.level, message, detail, kind, numbers, new_cursor)
+        raw = _Raw(line.line_no, when, head.level, message, detail, kind, numbers, new_cursor.step)
         if head.level in _WARN_LEVELS:
-            out.warnings.append(event)
+            template = message_template(message)
+            group = groups.get(template)
+            if group is None:
+                groups[template] = [head.level, 1, raw, raw]
+            else:
+                group[1] += 1
+                group[3] = raw
         if kind is not None:
-            out.events.append(event)
+            kept[kind].append(raw)
         for extra, extra_numbers, index in detail_kinds(line.detail):
             if extra != kind:
                 text = line.detail[index]
-                out.events.append(
-                    _event(rel, line.line_no + 1 + index, when, head.level, text, "", extra, extra_numbers, new_cursor)
-                )
+                kept[extra].append(_Raw(line.line_no + 1 + index, when, head.level, text, "", extra, extra_numbers, raw.step))
+    out.events = sorted((_event(rel, r) for bucket in kept.values() for r in bucket), key=lambda e: (e.line, e.kind or ""))
+    out.groups = {
+        template: WarningGroup(template=template, level=level, count=count, first=_event(rel, first), last=_event(rel, last))
+        for template, (level, count, first, last) in groups.items()
+    }
     return out
 
 
-def _event(
-    rel: str,
-    line_no: int,
-    when: datetime | None,
-    level: str,
-    message: str,
-    detail: str,
-    kind: str | None,
-    numbers: list[float],
-    cursor: FileCursor,
-) -> LogEvent:
+def _event(rel: str, raw: _Raw) -> LogEvent:
+    detail = raw.detail if len(raw.detail) <= 2000 else f"{raw.detail[:500]}\n…\n{raw.detail[-1500:]}"  # the exception is last
     return LogEvent(
         file=rel,
-        line=line_no,
-        time=when,
-        level=level,
-        message=message.split("\n", 1)[0][:500],
-        detail=detail if len(detail) <= 2000 else f"{detail[:500]}\n…\n{detail[-1500:]}",  # the exception is last
-        kind=kind,
-        step=cursor.step,
-        numbers=numbers,
+        line=raw.line,
+        time=raw.when,
+        level=raw.level,
+        message=raw.message.split("\n", 1)[0][:500],
+        detail=detail,
+        kind=raw.kind,
+        step=raw.step,
+        numbers=raw.numbers,
     )

@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass, field
 
 from rlagent.tools.loglines import Head, clean, parse_head
+from rlagent.tools.needlesearch import line_starts
 
 # Every line a rule can use contains one of these: levels, crash text that torchrun or C++
 # print without a loguru head (`...Error:`, NCCL watchdog lines), and the INFO lines that
@@ -24,6 +25,9 @@ CHUNK = 8 << 20
 MAX_LINE = 64 << 10
 """Longer lines are cut before decoding (a 1 MB line must not cost a 1 MB regex)."""
 MAX_CONTINUATION_LINES = 40
+# A record head starts with ANSI, a digit (time), a rank prefix `[`, JSON `{`, a vLLM `(pid)` or
+# level word; traceback and subline continuations start otherwise and skip the head parser.
+_HEAD_FIRST_BYTES = frozenset(b"\x1b0123456789[{(TDISWEC")
 MAX_DETAIL = 4000
 
 
@@ -81,7 +85,7 @@ def scan_file(
 
 def _scan_buffer(buf: bytes, line_no: int, result: ScanResult, needles: tuple[bytes, ...]) -> int:
     """Scan one buffer of complete lines; return the number of the line after it."""
-    starts = _candidate_starts(buf, needles)
+    starts = line_starts(buf, needles)
     _sample_stamp(buf, 0, line_no, result)
     cursor, cursor_line = 0, line_no
     skip_until = -1
@@ -109,17 +113,6 @@ def _scan_buffer(buf: bytes, line_no: int, result: ScanResult, needles: tuple[by
     return end_line
 
 
-def _candidate_starts(buf: bytes, needles: tuple[bytes, ...]) -> list[int]:
-    starts: set[int] = set()
-    for needle in needles:
-        i = buf.find(needle)
-        while i != -1:
-            line_start = buf.rfind(b"\n", 0, i) + 1
-            starts.add(line_start)
-            i = buf.find(needle, buf.find(b"\n", i))
-    return sorted(starts)
-
-
 def _attach_continuation(buf: bytes, pos: int, line: ScannedLine, result: ScanResult) -> int:
     """Attach the lines after a record head that have no head of their own; return where they end."""
     size = 0
@@ -127,7 +120,7 @@ def _attach_continuation(buf: bytes, pos: int, line: ScannedLine, result: ScanRe
         stop = buf.find(b"\n", pos)
         raw = buf[pos : min(stop, pos + MAX_LINE)]
         text = clean(raw)
-        if parse_head(text) is not None:
+        if raw and raw[0] in _HEAD_FIRST_BYTES and parse_head(text) is not None:
             return pos
         if b"\x00" in raw:
             result.binary_lines += 1

@@ -88,19 +88,23 @@ def is_orchestrator_row(row: dict) -> bool:
 
 
 def canonical_jsonl(row: dict, orchestrator: bool) -> dict[str, float]:
-    """Map one metrics.jsonl row to canonical names (non-numeric values ignored)."""
+    """Map one metrics.jsonl row to canonical names (non-numeric values ignored).
+
+    Orchestrator rows have hundreds of keys: known ones are looked up directly, and only the
+    `train/agg/all/` keys are matched for the per-agent ones.
+    """
     out: dict[str, float] = {}
     table = ORCHESTRATOR_JSONL_KEYS if orchestrator else TRAINER_JSONL_KEYS
-    for key, value in row.items():
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            continue
-        name = table.get(key)
-        if name is None and orchestrator:
-            match = _AGENT_KEY.match(key)
-            if match:
-                name = ORCHESTRATOR_AGENT_KEYS[match.group(2)]
-        if name is not None:
+    for key, name in table.items():
+        value = row.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
             out[name] = float(value)
+    if orchestrator:
+        for key, value in row.items():
+            if key.startswith("train/agg/all/") and isinstance(value, int | float) and not isinstance(value, bool):
+                match = _AGENT_KEY.match(key)
+                if match:
+                    out[ORCHESTRATOR_AGENT_KEYS[match.group(2)]] = float(value)
     return out
 
 

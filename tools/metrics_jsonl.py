@@ -6,14 +6,15 @@ rows here refine the log's rounded numbers but never erase a NaN the log showed.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import orjson
+
 from rlagent.graph.state import EvalPoint, FileCursor
 from rlagent.tools.metric_names import canonical_jsonl, eval_scores, is_orchestrator_row
-from rlagent.tools.tail import plan_read, read_complete_lines
+from rlagent.tools.tail import iter_complete_lines, plan_read
 
 REL = "metrics.jsonl"
 
@@ -36,41 +37,48 @@ def read_metrics(run_dir: Path, cursor: FileCursor | None) -> MetricsRead:
         return MetricsRead(None)
     try:
         plan, new_cursor = plan_read(path, REL, cursor)
-        lines, end = read_complete_lines(path, plan.start, plan.end)
     except OSError as exc:
         return MetricsRead(cursor, notes=[f"{REL}: unreadable ({exc.strerror or exc})"])
-    out = MetricsRead(new_cursor, bytes_read=end - plan.start)
+    out = MetricsRead(new_cursor)
     if plan.note:
         out.notes.append(plan.note)
-    new_cursor.offset = end
     bad = 0
     first_bad = 0
-    for index, raw in enumerate(lines):
-        try:
-            row = json.loads(raw)
-            step = row["step"]
-            if not isinstance(step, int | float) or isinstance(step, bool) or not math.isfinite(step):
-                raise ValueError("step")
-        except (ValueError, KeyError, TypeError):
-            bad += 1
-            first_bad = first_bad or plan.first_line + index
-            continue
-        if not isinstance(row, dict):
-            continue
-        stamp = row.get("time")
-        if (isinstance(step, float) and not step.is_integer()) or any(k.startswith("eval/") for k in row):
-            for env, score in eval_scores(row).items():
-                out.evals.append(EvalPoint(env=env, step=int(step), score=score))
-            continue
-        orchestrator = is_orchestrator_row(row)
-        values = canonical_jsonl(row, orchestrator)
-        process = "orchestrator" if orchestrator else "trainer"
-        target = out.orchestrator if orchestrator else out.trainer
-        if values:
-            target.setdefault(int(step), {}).update(values)
-        if isinstance(stamp, int | float):
-            out.times[process] = max(out.times.get(process, 0.0), float(stamp))
-    new_cursor.lines = plan.first_line - 1 + len(lines)
+    end, count = plan.start, 0
+    try:
+        for index, (offset, raw) in enumerate(iter_complete_lines(path, plan.start, plan.end)):
+            end, count = offset, index + 1
+            bad, first_bad = _take_row(raw, plan.first_line + index, out, bad, first_bad)
+    except OSError as exc:
+        out.notes.append(f"{REL}: read failed ({exc.strerror or exc})")
+    new_cursor.offset = end
+    new_cursor.lines = plan.first_line - 1 + count
+    out.bytes_read = end - plan.start
     if bad:
         out.notes.append(f"{REL}: skipped {bad} malformed row(s), first at line {first_bad}")
     return out
+
+
+def _take_row(raw: bytes, line_no: int, out: MetricsRead, bad: int, first_bad: int) -> tuple[int, int]:
+    """Fold one row into `out`; returns the updated (bad rows, first bad line)."""
+    try:
+        row = orjson.loads(raw)
+        step = row["step"]
+        if not isinstance(step, int | float) or isinstance(step, bool) or not math.isfinite(step):
+            raise ValueError("step")
+    except (orjson.JSONDecodeError, ValueError, KeyError, TypeError):
+        return bad + 1, first_bad or line_no
+    if (isinstance(step, float) and not step.is_integer()) or any(k.startswith("eval/") for k in row):
+        for env, score in eval_scores(row).items():
+            out.evals.append(EvalPoint(env=env, step=int(step), score=score))
+        return bad, first_bad
+    orchestrator = is_orchestrator_row(row)
+    values = canonical_jsonl(row, orchestrator)
+    process = "orchestrator" if orchestrator else "trainer"
+    target = out.orchestrator if orchestrator else out.trainer
+    if values:
+        target.setdefault(int(step), {}).update(values)
+    stamp = row.get("time")
+    if isinstance(stamp, int | float):
+        out.times[process] = max(out.times.get(process, 0.0), float(stamp))
+    return bad, first_bad

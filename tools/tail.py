@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from rlagent.graph.state import FileCursor
@@ -55,10 +56,20 @@ def plan_read(path: str | os.PathLike, rel: str, cursor: FileCursor | None) -> t
     return ReadPlan(cursor.offset, st.st_size, cursor.lines + 1, st.st_mtime, fresh=False), new_cursor
 
 
-def read_complete_lines(path: str | os.PathLike, start: int, end: int) -> tuple[list[bytes], int]:
-    """Complete lines in [start, end) and the offset after the last one (for small JSONL files)."""
+def iter_complete_lines(path: str | os.PathLike, start: int, end: int, chunk: int = 8 << 20) -> Iterator[tuple[int, bytes]]:
+    """(offset after the line, line) for complete lines in [start, end), read a chunk at a time."""
     with open(path, "rb") as f:
         f.seek(start)
-        data = f.read(end - start)
-    cut = data.rfind(b"\n") + 1
-    return data[:cut].splitlines(), start + cut
+        pos, carry = start, b""
+        while pos < end:
+            data = f.read(min(chunk, end - pos))
+            if not data:
+                return
+            pos += len(data)
+            buf = carry + data
+            cut = buf.rfind(b"\n") + 1
+            carry = buf[cut:]
+            offset = pos - len(buf)
+            for line in buf[:cut].splitlines(keepends=True):
+                offset += len(line)
+                yield offset, line

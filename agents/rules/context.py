@@ -172,6 +172,8 @@ class RuleContext:
     now: datetime | None = None
     """Defaults to `observation.now` (offline: the time of the newest line)."""
 
+    _series: dict[tuple[str, str], list[Point]] = field(default_factory=dict, init=False, repr=False)
+
     def __post_init__(self) -> None:
         if self.now is None:
             self.now = self.observation.now
@@ -199,8 +201,11 @@ class RuleContext:
     # --- metrics ---------------------------------------------------------------------------
 
     def series(self, process: Process, metric: str, *, after_warmup: bool = False) -> list[Point]:
-        """Finite (step, value) points in step order."""
-        points = self.history.finite_series(process, metric)
+        """Finite (step, value) points in step order (built once per check-in: rules ask often)."""
+        key = (process, metric)
+        points = self._series.get(key)
+        if points is None:
+            points = self._series[key] = self.history.finite_series(process, metric)
         if after_warmup:
             points = [(s, v) for s, v in points if s > self.thresholds.warmup_steps]
         return points

@@ -1,0 +1,70 @@
+"""Start offsets of the lines that contain any of a few byte needles.
+
+The cold read of a long run goes through gigabytes of vLLM request lines to find a few
+hundred that matter. Hyperscan (SIMD, all needles in one pass) does that at memory speed;
+without it (a platform with no wheel) the same answer comes from `bytes.find`, one pass per
+needle. Both return exactly the same offsets (tests/test_needlesearch.py).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+try:  # x86_64 wheels bundle the engine; elsewhere the fallback below answers the same.
+    import hyperscan
+except ImportError:  # pragma: no cover - exercised where hyperscan is unavailable
+    hyperscan = None
+
+
+def line_starts(buf: bytes, needles: tuple[bytes, ...]) -> list[int]:
+    """Sorted start offsets of lines of `buf` (complete lines) containing any needle."""
+    if hyperscan is not None and len(buf) >= 4096:
+        return _line_starts_of(buf, _hyperscan_ends(buf, needles))
+    return line_starts_by_find(buf, needles)
+
+
+def line_starts_by_find(buf: bytes, needles: tuple[bytes, ...]) -> list[int]:
+    starts: set[int] = set()
+    for needle in needles:
+        i = buf.find(needle)
+        while i != -1:
+            starts.add(buf.rfind(b"\n", 0, i) + 1)
+            i = buf.find(needle, buf.find(b"\n", i))
+    return sorted(starts)
+
+
+@cache
+def _database(needles: tuple[bytes, ...]):
+    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    database.compile(
+        expressions=[re.escape(n) for n in needles],
+        ids=list(range(len(needles))),
+        elements=len(needles),
+        flags=[0] * len(needles),
+    )
+    return database
+
+
+def _hyperscan_ends(buf: bytes, needles: tuple[bytes, ...]) -> list[int]:
+    ends: list[int] = []
+
+    def on_match(_id: int, _start: int, end: int, _flags: int, _context: object) -> None:
+        ends.append(end)
+
+    _database(needles).scan(buf, match_event_handler=on_match)
+    return ends
+
+
+def _line_starts_of(buf: bytes, ends: list[int]) -> list[int]:
+    starts: list[int] = []
+    line_end = -1
+    for end in sorted(ends):
+        inside = end - 1  # last byte of the match
+        if inside <= line_end:
+            continue
+        starts.append(buf.rfind(b"\n", 0, inside) + 1)
+        line_end = buf.find(b"\n", inside)
+        if line_end == -1:
+            line_end = len(buf)
+    return starts
