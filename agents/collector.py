@@ -92,6 +92,7 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
             events = [e for e in events if e.file != rel]
             groups = {k: g for k, g in groups.items() if g.first.file != rel}
         _merge_steps(history, read)
+        _merge_counts(history, rel, read.step_counts, fresh=read.fresh)
         _merge_evals(history, [EvalPoint(env=e.env, step=e.step, score=e.score) for e in read.evals if e.step is not None])
         new_events += read.events
         _merge_groups(groups, rel, read.groups)
@@ -187,6 +188,7 @@ def _fresh_history(old: MetricHistory) -> MetricHistory:
         early=dict(old.early),
         evals=list(old.evals),
         step_seen_at=dict(old.step_seen_at),
+        event_counts=dict(old.event_counts),
     )
 
 
@@ -201,6 +203,20 @@ def _merge_steps(history: MetricHistory, read: LogRead) -> None:
             seen = history.step_seen_at.get(line.process)
             if seen is None or when > seen:
                 history.step_seen_at[line.process] = when
+
+
+def _merge_counts(history: MetricHistory, rel: str, counts: dict[str, dict[int, int]], *, fresh: bool) -> None:
+    """Add one file's per-step event counts (a file read again from the start replaces its own)."""
+    if not counts and not fresh:
+        return
+    merged = {} if fresh else {kind: dict(steps) for kind, steps in history.event_counts.get(rel, {}).items()}
+    for kind, steps in counts.items():
+        target = merged.setdefault(kind, {})
+        for step, n in steps.items():
+            target[step] = target.get(step, 0) + n
+        if len(target) > HISTORY_STEPS:
+            merged[kind] = dict(sorted(target.items())[-HISTORY_STEPS:])
+    history.event_counts = {**history.event_counts, rel: merged}
 
 
 def _merge_evals(history: MetricHistory, points: list[EvalPoint]) -> None:

@@ -105,8 +105,12 @@ def test_traceback_is_attached_and_classified_with_file_and_line(tmp_path):
 
 def test_a_thousand_identical_warnings_are_one_group_and_events_stay_bounded(tmp_path):
     log = tmp_path / "orchestrator.log"
-    write(log, "".join(loguru_line("14:00:00", "WARNING", f"Trace failed in group {i:08x} (env) — TimeoutError: {i}s")
-                       for i in range(1000)))
+    write(
+        log,
+        "".join(
+            loguru_line("14:00:00", "WARNING", f"Trace failed in group {i:08x} (env) — TimeoutError: {i}s") for i in range(1000)
+        ),
+    )
     read = read_log(log, "logs/orchestrator.log", None, TZ, keep_per_kind=20)
     (group,) = read.groups.values()
     assert group.template == "Trace failed in group <id> (env) — TimeoutError: <n>s"
@@ -171,6 +175,18 @@ def test_binary_junk_and_a_one_megabyte_line_do_not_break_reading(tmp_path):
     assert any("over-long" in n for n in read.notes)
     (event,) = [e for e in read.events if e.kind == "env_error"]
     assert event.line == 3 and len(event.message) <= 500
+
+
+def test_junk_between_two_info_lines_is_noted(tmp_path):
+    log = tmp_path / "orchestrator.log"
+    with open(log, "wb") as f:
+        f.write(loguru_line("14:00:00", "INFO", "Train batch 96/128 (75.0%)").encode())
+        f.write(b"\xff\xfe\x80garbage\n\x00\x00\x00\n")
+        f.write(loguru_line("14:00:10", "INFO", "Train batch 128/128 (100.0%)").encode())
+    set_mtime(log, datetime(2026, 11, 20, 14, 0, 11, tzinfo=UTC))
+    read = read_log(log, "logs/orchestrator.log", None, TZ)
+    assert read.notes == ["logs/orchestrator.log: 2 line(s) of binary junk (NUL bytes or invalid UTF-8), not quoted"]
+    assert read.cursor.lines == 4
 
 
 def test_dates_cross_midnight_from_the_file_time(tmp_path):

@@ -80,6 +80,7 @@ class Run:
     step_seen_at: dict[str, datetime] = field(default_factory=dict)
     newest_line_time: datetime | None = None
     offline: bool = False
+    event_counts: dict[str, dict[str, dict[int, int]]] = field(default_factory=dict)
 
     def time_of(self, step: int) -> datetime:
         return self.now - timedelta(seconds=(self.n - step) * STEP_SECONDS + 30)
@@ -111,6 +112,7 @@ class Run:
             early=early,
             evals=self.evals,
             step_seen_at={k: v for k, v in seen.items() if v is not None},
+            event_counts=self.event_counts,
         )
         observation = Observation(
             now=self.now,
@@ -614,11 +616,35 @@ def env_errors_at(run: Run, steps, per_step: int, *, with_step: bool = True) -> 
 
 def test_env_errors_fire_above_five_percent_of_rollouts():
     run = healthy(0)
-    env_errors_at(run, range(191, 201), 20)  # 200 (+1 of the healthy run) of 2560 rollouts
+    # 200 env-server failures of 2560 rollouts; the healthy run's one orchestrator-side line is the
+    # same kind of failure seen from the other side, so it is not added to them.
+    env_errors_at(run, range(191, 201), 20)
     found = run.findings()["env_errors"]
     assert found.severity == Severity.WARNING
-    assert "201 env errors in the last 10 steps (7.9% of ~2560 rollouts" in found.summary
+    assert "200 failed episodes in the last 10 steps (7.8% of ~2560 rollouts" in found.summary
     assert found.last_step == 200
+
+
+def test_one_failed_episode_seen_by_orchestrator_and_env_server_counts_once():
+    """Each failure is logged twice: `Trace failed in group` (orchestrator) and `request failed`
+    (env server). 100 failed episodes of 2560 rollouts (3.9 %) must not read as 7.8 %."""
+    run = healthy(0)
+    env_errors_at(run, range(191, 201), 10)  # the env server's copies
+    for s in range(191, 201):
+        for i in range(10):
+            run.events.append(
+                ev(
+                    "env_error",
+                    f"Trace failed in group {i:06x} (code) — TimeoutError",
+                    line=s * 100 + i,
+                    step=s,
+                    time=run.time_of(s),
+                )
+            )
+    run.event_counts = {"logs/orchestrator.log": {"env_error": {s: 10 for s in range(191, 201)}}}
+    assert "env_errors" not in ids(run)
+    run.event_counts["logs/orchestrator.log"]["env_error"] = {s: 15 for s in range(191, 201)}  # 150 = 5.9 %
+    assert "150 failed episodes" in run.findings()["env_errors"].summary
 
 
 def test_env_errors_by_time_when_lines_carry_no_step():
@@ -744,6 +770,21 @@ def test_zero_advantage_from_metric_and_from_warnings():
         for s in range(195, 201)
     ]
     assert "only 20/256" in run.findings()["zero_advantage"].summary
+
+
+def test_truncation_judged_on_its_rolling_median_when_steps_straddle_the_limit():
+    """Layout L: truncation is k/16 per step; 8/16, 11/16, 11/16, 8/16, 10/16... is plainly over half."""
+    run = healthy(3)
+    fractions = [8, 11, 11, 8, 10, 11, 8, 11, 10, 11]
+    run.set("orchestrator", "truncation", lambda s: fractions[s - 191] / 16, steps=range(191, 201))
+    found = run.findings()["truncation_high"]
+    assert found.last_step == 200 and "5-step median above 50%" in found.summary
+
+
+def test_a_few_high_truncation_steps_are_not_sustained():
+    run = healthy(3)
+    run.set("orchestrator", "truncation", lambda s: 0.7 if s in (195, 197, 199) else 0.03, steps=range(185, 201))
+    assert "truncation_high" not in ids(run)
 
 
 def test_truncation_high_sustained_or_trending():

@@ -34,6 +34,8 @@ class LogRead:
     """Classified events (kind set), the newest `keep_per_kind` of each kind, in line order."""
     groups: dict[str, WarningGroup] = field(default_factory=dict)
     """Every WARNING/ERROR record of this read, grouped by message template."""
+    step_counts: dict[str, dict[int, int]] = field(default_factory=dict)
+    """kind -> step -> classified lines read, for logs that carry steps (uncapped)."""
     newest_time: datetime | None = None
     notes: list[str] = field(default_factory=list)
     fresh: bool = False
@@ -83,7 +85,7 @@ def read_log(path: Path, rel: str, cursor: FileCursor | None, tz: tzinfo, keep_p
     new_cursor.lines = plan.first_line - 1 + scan.newlines
     out.bytes_read = scan.end - plan.start
     if scan.binary_lines:
-        out.notes.append(f"{rel}: skipped {scan.binary_lines} line(s) of binary junk")
+        out.notes.append(f"{rel}: {scan.binary_lines} line(s) of binary junk (NUL bytes or invalid UTF-8), not quoted")
     if scan.long_lines:
         out.notes.append(f"{rel}: {scan.long_lines} over-long line(s) read only in part")
 
@@ -94,6 +96,14 @@ def read_log(path: Path, rel: str, cursor: FileCursor | None, tz: tzinfo, keep_p
         out.newest_time = new_cursor.last_time
     process_hint = process_of(rel)
     kept: dict[str, deque[_Raw]] = defaultdict(lambda: deque(maxlen=keep_per_kind))
+    step_counts: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+
+    def keep(raw: _Raw) -> None:
+        """Keep the newest events of each kind, and count every one per step."""
+        kept[raw.kind].append(raw)
+        if raw.step is not None:
+            step_counts[raw.kind][raw.step] += 1
+
     groups: dict[str, list] = {}  # template -> [level, count, first _Raw, last _Raw]
     for line in scan.lines:
         when = dates.get(line.line_no)
@@ -101,7 +111,7 @@ def read_log(path: Path, rel: str, cursor: FileCursor | None, tz: tzinfo, keep_p
         if head is None:
             kind, numbers = classify(line.text, "STDERR")
             if kind is not None:
-                kept[kind].append(_Raw(line.line_no, when, "STDERR", line.text, "", kind, numbers, new_cursor.step))
+                keep(_Raw(line.line_no, when, "STDERR", line.text, "", kind, numbers, new_cursor.step))
             continue
         message = head.message
         if head.level not in _WARN_LEVELS:
@@ -110,7 +120,7 @@ def read_log(path: Path, rel: str, cursor: FileCursor | None, tz: tzinfo, keep_p
                 orphan_kind, orphan_numbers = classify(text, "STDERR") if text else (None, [])
                 if orphan_kind is not None:
                     raw = _Raw(line.line_no + 1 + index, when, "STDERR", text, "", orphan_kind, orphan_numbers, new_cursor.step)
-                    kept[orphan_kind].append(raw)
+                    keep(raw)
         if message.startswith("Step "):
             step_line = parse_step_line(message, process_hint)
             if step_line is not None:
@@ -139,12 +149,13 @@ def read_log(path: Path, rel: str, cursor: FileCursor | None, tz: tzinfo, keep_p
                 group[1] += 1
                 group[3] = raw
         if kind is not None:
-            kept[kind].append(raw)
+            keep(raw)
         for extra, extra_numbers, index in detail_kinds(line.detail):
             if extra != kind:
                 text = line.detail[index]
-                kept[extra].append(_Raw(line.line_no + 1 + index, when, head.level, text, "", extra, extra_numbers, raw.step))
+                keep(_Raw(line.line_no + 1 + index, when, head.level, text, "", extra, extra_numbers, raw.step))
     out.events = sorted((_event(rel, r) for bucket in kept.values() for r in bucket), key=lambda e: (e.line, e.kind or ""))
+    out.step_counts = {kind: dict(counts) for kind, counts in step_counts.items()}
     out.groups = {
         template: WarningGroup(template=template, level=level, count=count, first=_event(rel, first), last=_event(rel, last))
         for template, (level, count, first, last) in groups.items()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from rlagent.agents.rules.context import RuleContext, aware, cite_events, fmt, pct, point
+from rlagent.agents.rules.context import RuleContext, aware, cite_events, file_process, fmt, pct, point
 from rlagent.graph.state import Category, Finding, LogEvent, Severity
 
 CAT = Category.HEALTH
@@ -320,8 +320,9 @@ def env_errors(ctx: RuleContext) -> Finding | None:
     n_steps = len(steps) or (min(window, last) if last else 0)
     per_step = ctx.observation.rollouts_per_step or ctx.config.batch_size
     first_step, last_step = _step_of(recent)
+    failures = _failed_episodes(ctx, recent, last, window)
     if per_step and n_steps:
-        share = len(recent) / (n_steps * per_step)
+        share = failures / (n_steps * per_step)
         if share <= t.errored_high:
             return None
         how = f"{pct(share)} of ~{n_steps * per_step} rollouts, limit {pct(t.errored_high)}"
@@ -334,11 +335,24 @@ def env_errors(ctx: RuleContext) -> Finding | None:
         id="env_errors",
         severity=Severity.WARNING,
         category=CAT,
-        summary=f"{len(recent)} env errors in the last {window} steps ({how}); newest: {recent[-1].message[:100]}",
+        summary=f"{failures} failed episodes in the last {window} steps ({how}); newest: {recent[-1].message[:100]}",
         evidence=cite_events(recent),
         first_step=first_step,
         last_step=last_step or last,
     )
+
+
+def _failed_episodes(ctx: RuleContext, recent: list[LogEvent], last: int | None, window: int) -> int:
+    """Failed episodes, each counted once. The orchestrator logs one line per failed episode
+    (`Trace failed in group`, L `Rollout failed`) and the env server logs the same failure again
+    (`request failed`): the orchestrator's uncapped per-step count is the measure when it has one;
+    otherwise the env servers' lines are all there is."""
+    if last is not None:
+        counted = ctx.history.event_count("env_error", last - window + 1, last, "orchestrator")
+        if counted:
+            return counted
+    env_side = [e for e in recent if file_process(e.file) != "orchestrator"]
+    return len(env_side or recent)
 
 
 def checkpoint_failure(ctx: RuleContext) -> Finding | None:

@@ -20,6 +20,7 @@ from rlagent.agents.rules.context import (
     point,
     points_evidence,
     rolling_mean,
+    rolling_median,
     streak_vs_reference,
     theil_sen_slope,
     trailing,
@@ -184,16 +185,24 @@ def truncation_high(ctx: RuleContext) -> Finding | None:
     that it reaches 100 % within `truncation_trend_horizon` steps."""
     t = ctx.thresholds
     points = ctx.series("orchestrator", "truncation")
-    streak = trailing(points, lambda v: v > t.truncation_high)
-    if len(streak) >= t.sustain_steps:
+    # The median of the last k steps, not every single step: a per-step fraction of a few dozen
+    # rollouts (k/16 in layout L) jitters around 50 % while the run is plainly over it.
+    k = t.sustain_steps
+    smoothed = list(zip((s for s, _ in points), rolling_median([v for _, v in points], k), strict=True))[k - 1 :]
+    streak = trailing(smoothed, lambda v: v > t.truncation_high)
+    if len(streak) >= k:
         s, v = streak[-1]
+        raw = [p for p in points if streak[0][0] - k < p[0] <= s]
         return Finding(
             id="truncation_high",
             severity=Severity.WARNING,
             category=CAT,
-            summary=f"truncation {pct(v)} at step {s}, above {pct(t.truncation_high)} for {len(streak)} steps",
-            evidence=points_evidence("truncation", streak),
-            first_step=streak[0][0],
+            summary=(
+                f"truncation {pct(points[-1][1])} at step {s}, its {k}-step median above {pct(t.truncation_high)} "
+                f"for {len(streak)} steps (now {pct(v)})"
+            ),
+            evidence=points_evidence("truncation", raw),
+            first_step=raw[0][0],
             last_step=s,
         )
     window = points[-t.rolling_window :]

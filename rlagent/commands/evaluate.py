@@ -1,0 +1,168 @@
+"""`rlagent eval [FIXTURE...]`: replay fixtures and print the scoreboard.
+
+Per finding id: precision, recall, detection delay (check-ins and steps); overall: false alarms
+on healthy fixtures, health accuracy per check-in, ungated actions (must be 0) and wall time.
+Deterministic, no LLM. A fixture that cannot be replayed is listed with what is wrong while the
+others still run; the exit status is 0 unless `--strict` (then 1 if a fixture could not be
+replayed or a must-pass one differs from its case).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+
+if TYPE_CHECKING:
+    from rlagent.evals.scoring import Scoreboard
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+TIERS = ("easy", "medium", "hard")
+
+
+def _num(value: float | None, digits: int = 2) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.{digits}f}" if isinstance(value, float) and not float(value).is_integer() else f"{value:g}"
+
+
+def _span(values: list[int]) -> str:
+    return f"{_num(statistics.median(values))}/{max(values)}" if values else "-"
+
+
+def evaluate(
+    fixtures: Annotated[
+        list[str] | None, typer.Argument(help="Fixture folders or names (default: every fixture under evals/fixtures).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the scoreboard as JSON, nothing else.")] = False,
+    tag: Annotated[
+        list[str] | None, typer.Option("--tag", help="Only fixtures of this difficulty (easy, medium, hard); repeatable.")
+    ] = None,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Exit 1 if a fixture cannot be replayed or a must-pass one differs from its case.")
+    ] = False,
+    root: Annotated[Path | None, typer.Option("--root", help="Where the default fixture set lives.")] = None,
+) -> None:
+    """Replay fixtures through the check-in graph and score the diagnoses."""
+    from rlagent.evals.fixture import FIXTURES, FixtureError, fixture_dirs, load_fixture, resolve
+    from rlagent.evals.replay import replay
+    from rlagent.evals.scoring import explain, score_fixture, scoreboard
+
+    started = time.perf_counter()
+    bad_tags = sorted(set(tag or ()) - set(TIERS))
+    if bad_tags:
+        err.print(f"[bold red]rlagent: error:[/] unknown --tag {', '.join(bad_tags)} (easy, medium, hard)", markup=True)
+        raise typer.Exit(2)
+    base = root or FIXTURES
+    errors: dict[str, list[str]] = {}
+    paths: list[Path] = []
+    for name in fixtures or []:
+        try:
+            paths.append(resolve(name, base))
+        except FixtureError as exc:
+            errors[exc.name] = exc.problems
+    if not fixtures:
+        paths = fixture_dirs(base)
+        if not paths:
+            err.print(f"[bold red]rlagent: error:[/] no fixtures under {base}", markup=True)
+            raise typer.Exit(2)
+    scores, diffs = [], {}
+    for path in paths:
+        try:
+            fixture = load_fixture(path)
+            if tag and fixture.case.difficulty.value not in tag:
+                continue
+            result = replay(fixture)
+        except FixtureError as exc:
+            errors[exc.name] = exc.problems
+            continue
+        score = score_fixture(result)
+        scores.append(score)
+        if not score.passed:
+            diffs[result.fixture] = explain(result, score)
+    board = scoreboard(scores, errors, wall=time.perf_counter() - started)
+    if as_json:
+        sys.stdout.write(json.dumps(board.summary(), indent=2) + "\n")
+    else:
+        _print(board, diffs)
+    failed = any(f.must_pass and not f.passed for f in board.fixtures)
+    if strict and (errors or failed):
+        raise typer.Exit(1)
+
+
+def _rows(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    """Left-aligned columns sized to their content (plain text: readable in CI logs and pipes)."""
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    return ["  ".join(str(v).ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in [header, *rows]]
+
+
+def _print(board: Scoreboard, diffs: dict[str, list[str]]) -> None:
+    from rlagent.evals.scoring import scoreboard
+
+    rows = []
+    for f in board.fixtures:
+        found = ", ".join(f"{d.id} #{d.first_report if d.first_report is not None else '-'}/{d.by_checkin}" for d in f.detections)
+        false = ", ".join(sorted({f"{r.id}({r.why})" for r in f.false_reports}))
+        health = f"{sum(h.ok for h in f.health)}/{len(f.health)}"
+        verdict = "pass" if f.passed else "FAIL"
+        rows.append((f.fixture, f.difficulty, health, found or "-", false or "-", f"{f.seconds:.2f}s", verdict))
+    header = ("fixture", "tier", "health ok", "expected: first report/due", "false reports", "time", "")
+    for line in _rows(header, rows):
+        out.print(line, markup=False)
+    out.print()
+    rows = [
+        (
+            s.id,
+            str(s.expected),
+            str(s.on_time),
+            str(s.late),
+            str(s.missed),
+            str(s.false_fixtures),
+            _num(s.recall),
+            _num(s.precision),
+            _span(s.delays_checkins),
+            _span(s.delays_steps),
+        )
+        for s in board.by_id().values()
+    ]
+    header = ("finding id", "expected", "on time", "late", "missed", "false", "recall", "precision", "delay", "steps")
+    for line in _rows(header, rows):
+        out.print(line, markup=False)
+    out.print("(false: fixtures with a false report; delay: check-ins from the signal, median/worst; steps: the same in steps)")
+    summary = board.summary()
+    must = scoreboard([f for f in board.fixtures if f.must_pass])
+    out.print()
+    out.print(
+        f"[bold]{summary['passed']}/{summary['fixtures']} fixtures as expected[/]; must-pass tier (easy+medium): "
+        f"{sum(f.passed for f in must.fixtures)}/{len(must.fixtures)}, recall {_num(must.recall)}, "
+        f"false alarms on healthy fixtures {len(must.false_alarms)}"
+    )
+    out.print(
+        f"recall {_num(summary['recall'])} · precision {_num(summary['precision'])} · "
+        f"false alarms on healthy fixtures {summary['false_alarms_on_healthy']} · false reports {summary['false_reports']} · "
+        f"health accuracy {_num(summary['health_accuracy'], 3)}"
+    )
+    out.print(
+        f"detections late {summary['late_detections']} · check-ins after due median {_num(summary['after_due']['median'])} "
+        f"worst {_num(summary['after_due']['worst'])} · delay from the signal: check-ins median "
+        f"{_num(summary['delay_checkins']['median'])} worst {_num(summary['delay_checkins']['worst'])}, steps median "
+        f"{_num(summary['delay_steps']['median'])} worst {_num(summary['delay_steps']['worst'])}"
+    )
+    out.print(
+        f"proposals {summary['proposals']} · ungated actions {summary['ungated_actions']} · "
+        f"wall {summary['wall_seconds']:.1f}s (replays {summary['replay_seconds']:.1f}s)"
+    )
+    for name, problems in board.errors.items():
+        out.print(f"[bold red]cannot replay {name}:[/] " + "; ".join(problems), markup=True)
+    if diffs:
+        out.print()
+        for lines in diffs.values():
+            for line in lines:
+                out.print(line, markup=False)
