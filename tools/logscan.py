@@ -137,9 +137,13 @@ def junk_lines(buf: bytes) -> int:
 
 
 def _attach_continuation(buf: bytes, pos: int, line: ScannedLine, result: ScanResult) -> int:
-    """Attach the lines after a record head that have no head of their own; return where they end."""
+    """Attach the lines after a record head that have no head of their own; return where they end.
+
+    Once the detail is full the rest is left to the scan: a long traceback's last lines (the
+    exception, torchrun's `ChildFailedError:`) are then classified on their own.
+    """
     size = 0
-    while pos < len(buf) and len(line.detail) < MAX_CONTINUATION_LINES:
+    while pos < len(buf) and len(line.detail) < MAX_CONTINUATION_LINES and size < MAX_DETAIL:
         stop = buf.find(b"\n", pos)
         raw = buf[pos : min(stop, pos + MAX_LINE)]
         text = clean(raw)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import statistics
 
 from rlagent.agents.rules.context import (
     Point,
@@ -37,32 +38,37 @@ def _levels(points: list[Point], window: int) -> list[Point]:
 
 
 def reward_flat(ctx: RuleContext) -> Finding | None:
-    """Info: after warm-up, the reward level has not beaten its earlier best for
-    `reward_flat_steps` steps (by more than one standard error of a level)."""
+    """Info: after warm-up, the reward level now is no higher than `reward_flat_steps` steps ago.
+
+    The mean of the last block (half the window, shorter in a short run) is compared with the mean
+    of the block that ended `reward_flat_steps` steps earlier: improving if it is higher by more than two standard errors.
+    (Comparing best levels would not do: the best of fifty noisy levels nearly always beats the
+    best of ten, so a flat run would look like it kept improving.)
+    """
     t = ctx.thresholds
+    n = t.reward_flat_steps
     points = ctx.series("orchestrator", "reward", after_warmup=True)
-    w = t.reward_smooth_steps
-    levels = _levels(points, w)
-    if len(levels) <= t.reward_flat_steps:
+    block = min(n // 2, len(points) - n)  # a shorter run compares shorter blocks, down to 10 steps
+    if block < 10:
         return None
-    before, recent = levels[: -t.reward_flat_steps], levels[-t.reward_flat_steps :]
-    se = noise_sd([v for _, v in points]) / math.sqrt(w)
-    best_step, best = max(before, key=lambda p: p[1])
-    recent_best = max(v for _, v in recent)
-    if recent_best > best + se:
+    now_points, then_points = points[-block:], points[-n - block : -n]
+    now = statistics.fmean(v for _, v in now_points)
+    then = statistics.fmean(v for _, v in then_points)
+    se_diff = noise_sd([v for _, v in points[-n - block :]]) * math.sqrt(2 / block)
+    if now - then > 2 * se_diff:
         return None
-    now_step, now = levels[-1]
+    start, end = then_points[-1][0], now_points[-1][0]
     return Finding(
         id="reward_flat",
         severity=Severity.INFO,
         category=CAT,
         summary=(
-            f"reward has not improved for {now_step - best_step} steps: best {w}-step mean {fmt(best)} at step "
-            f"{best_step}, best since {fmt(recent_best)}, now {fmt(now)} at step {now_step}"
+            f"reward has not improved for {end - start} steps: {block}-step mean {fmt(now)} at step {end} vs "
+            f"{fmt(then)} at step {start} (within 2 standard errors, {fmt(2 * se_diff)})"
         ),
-        evidence=[point(f"reward ({w}-step mean)", best_step, best), point(f"reward ({w}-step mean)", now_step, now)],
-        first_step=best_step,
-        last_step=now_step,
+        evidence=[point(f"reward ({block}-step mean)", start, then), point(f"reward ({block}-step mean)", end, now)],
+        first_step=start,
+        last_step=end,
     )
 
 

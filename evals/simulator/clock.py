@@ -20,16 +20,18 @@ def _zone(name: str) -> ZoneInfo:
 class Clock:
     """Maps run-relative seconds to epoch seconds and local time strings."""
 
-    def __init__(self, start: datetime, tz: str = "UTC") -> None:
+    def __init__(self, start: datetime, tz: str = "UTC", rate: float = 1.0) -> None:
         self.start = start
         self.tz = _zone(tz)
         self.epoch0 = start.timestamp()
+        self.rate = rate
+        """Simulated seconds per real second (1 offline; `--speed` in a live run)."""
 
     def epoch(self, t: float) -> float:
-        return self.epoch0 + t
+        return self.epoch0 + t / self.rate
 
     def local(self, t: float) -> datetime:
-        return (self.start + timedelta(seconds=t)).astimezone(self.tz)
+        return (self.start + timedelta(seconds=t / self.rate)).astimezone(self.tz)
 
     def hms(self, t: float) -> str:
         """loguru `{time:HH:mm:ss}`."""

@@ -76,7 +76,43 @@ def h_configs(sc: Scenario) -> dict[str, bytes]:
         files[f"configs/envs/train/{env}.json"] = {"id": env, "args": {}, "group_size": sc.group_size}
     for env in sc.eval_env_names:
         files[f"configs/envs/eval/{env}.json"] = {"id": env, "args": {}, "num_examples": sc.eval_examples}
-    return {path: (json.dumps(body, indent=2) + "\n").encode() for path, body in files.items()}
+    if sc.resume_step is not None:
+        trainer["resume"] = {"step": sc.resume_step, "dir": None}
+    if sc.slurm:
+        files["configs/rl.json"] = {
+            "output_dir": sc.output_root,
+            "run": {"name": sc.run_name, "dir": None},
+            "max_steps": sc.max_steps,
+            "seq_len": sc.seq_len,
+            "trainer": trainer,
+            "orchestrator": orchestrator,
+            "inference": inference,
+            "deployment": {"type": "single_node", "num_train_gpus": sc.trainer_gpus, "num_infer_gpus": sc.inference_gpus},
+            "ckpt": _ckpt(sc),
+            "resume": trainer["resume"],
+            "monitors": trainer["monitors"],
+        }
+    out = {path: (json.dumps(body, indent=2) + "\n").encode() for path, body in files.items()}
+    if sc.slurm:
+        out["rl.sbatch"] = _sbatch(sc).encode()
+    return out
+
+
+def _sbatch(sc: Scenario) -> str:
+    """The single-node job script the launcher writes and submits (output to job_%j.log)."""
+    run_dir = sc.sim_run_dir
+    return (
+        "#!/bin/bash\n"
+        f"#SBATCH --job-name={sc.run_name}\n"
+        "#SBATCH --nodes=1\n"
+        f"#SBATCH --gpus-per-node={sc.trainer_gpus + sc.inference_gpus}\n"
+        f"#SBATCH --output={run_dir}/job_%j.log\n"
+        "#SBATCH --exclusive\n"
+        "\n"
+        "set -e\n"
+        "cd /workspace/prime-rl\n"
+        f"uv run rl @ {run_dir}/configs/rl.json\n"
+    )
 
 
 def _toml_value(v: object) -> str:
@@ -118,7 +154,7 @@ def l_configs(sc: Scenario) -> dict[str, bytes]:
         "output_dir": "outputs",
         "model": {"name": sc.model, "seq_len": sc.seq_len},
         "optim": {"lr": 3e-6, "max_norm": 1.0, "weight_decay": 0.01},
-        "ckpt": {"interval": sc.ckpt_interval},
+        "ckpt": {"interval": sc.ckpt_interval, "resume_step": sc.resume_step},
     }
     orchestrator = {
         "max_steps": sc.max_steps,
@@ -139,7 +175,7 @@ def l_configs(sc: Scenario) -> dict[str, bytes]:
         }
         if sc.eval_env_names
         else None,
-        "ckpt": {"interval": sc.ckpt_interval},
+        "ckpt": {"interval": sc.ckpt_interval, "resume_step": sc.resume_step},
     }
     inference = {
         "model": {"name": sc.model, "max_model_len": sc.seq_len},

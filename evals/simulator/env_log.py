@@ -8,9 +8,9 @@ shows here as `request failed: ...`; about one in four carries loguru's tracebac
 from __future__ import annotations
 
 from .events import Event, Sim
-from .orchestrator_log import FAIL_MESSAGE, failures
+from .orchestrator_log import failures
 from .rng import stream
-from .tracebacks import env_timeout_frames, render
+from .tracebacks import env_sandbox_frames, env_timeout_frames, render
 
 
 def startup(sim: Sim) -> list[Event]:
@@ -25,9 +25,16 @@ def startup(sim: Sim) -> list[Event]:
 
 
 def step(sim: Sim, n: int) -> list[Event]:
+    """One `request failed` per failed episode; a broken env server (env-errors) logs each as an
+    ERROR with its traceback."""
     out = []
-    for t, env, _gid in failures(sim, n):
+    broken = sim.sc.kind == "env-errors" and n >= sim.sc.onset_step
+    for t, env, _gid, message in failures(sim, n):
         r = stream(sim.sc.seed, "envtb", n, round(t, 3))
+        if broken:
+            exc = render(env_sandbox_frames(sim.sc.seed), "RuntimeError", message.split(": ", 1)[1])
+            out.append(sim.log(t - 0.004, f"env:{env}", "ERROR", f"request failed: {message}", exc))
+            continue
         exc = render(env_timeout_frames(sim.sc.seed), "TimeoutError", "") if r.random() < 0.25 else ""
-        out.append(sim.log(t - 0.004, f"env:{env}", "WARNING", f"request failed: {FAIL_MESSAGE}", exc))
+        out.append(sim.log(t - 0.004, f"env:{env}", "WARNING", f"request failed: {message}", exc))
     return out

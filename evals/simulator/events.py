@@ -8,6 +8,7 @@ get torchrun's `[trainer0]:` prefix).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -24,6 +25,13 @@ class Event:
     t: float
     stream: str
     text: str | bytes
+    owner: str = ""
+    """The process that writes it, when not the stream's own (both trainer and orchestrator
+    append to `metrics`); `proc` is what a live run and a crash's teardown go by."""
+
+    @property
+    def proc(self) -> str:
+        return self.owner or self.stream
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,15 +39,23 @@ class Artifact:
     t: float
     relpath: str
     data: bytes
+    owner: str = "launcher"
+    """The process that writes the file (a live run writes each file from its owner)."""
+    remove: bool = False
+    """Delete `relpath` (a directory) instead: prime-rl cleans old broadcasts."""
 
 
 class Sim:
     """A scenario with everything derived from it; the only argument the writers take."""
 
-    def __init__(self, scenario: Scenario) -> None:
+    def __init__(self, scenario: Scenario, *, rate: float = 1.0, horizon: float = math.inf) -> None:
+        """`rate`: simulated seconds per wall-clock second of the timestamps (a live run at
+        `--speed 60` stamps its lines in real time while its steps report simulated seconds).
+        `horizon`: nothing after this simulated time is generated (bounds hung steps)."""
         self.sc = scenario
         self.layout = scenario.layout
-        self.clock = Clock(scenario.start, scenario.log_tz)
+        self.clock = Clock(scenario.start, scenario.log_tz, rate)
+        self.horizon = horizon
         self.dyn = Dynamics(scenario)
         self.tl = Timeline(scenario, self.dyn)
         r = stream(scenario.seed, "pids")

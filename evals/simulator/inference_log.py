@@ -104,12 +104,13 @@ def step(sim: Sim, n: int) -> list[Event]:
     if n > 1:
         total += sum(sc.eval_examples * sc.eval_k for _ in tl.evals(n - 1))
     cursor = stream(sc.seed, "cursor", n).randrange(RING_LINES)
-    points = ticks(a, b, 0.8, VLLM_STATS_INTERVAL_S)
-    polls = ticks(a, b, tl.orch_start, METRICS_POLL_INTERVAL_S) if sim.h else []
+    end = min(b, sim.horizon)
+    points = ticks(a, end, 0.8, VLLM_STATS_INTERVAL_S)
+    polls = ticks(a, end, tl.orch_start, METRICS_POLL_INTERVAL_S) if sim.h else []
     out: list[Event] = []
     done = 0
     prev = a
-    for t in [*points, b]:
+    for t in [*points, b] if b <= end else points:
         frac = 0.0 if t <= g else min(1.0, (t - g) / (b - g))
         upto = round(total * frac) if t < b else total
         chunk = requests_chunk(sc.seed, cursor + done, upto - done)
@@ -123,6 +124,22 @@ def step(sim: Sim, n: int) -> list[Event]:
         if text:
             out.append(Event(t, "inference", text))
     return out
+
+
+def engine_died(sim: Sim, t: float) -> list[Event]:
+    """vLLM's engine core dies (inference-unreachable); the API server answers nothing after."""
+    stamp = sim.clock.vllm(t)
+    return [
+        Event(
+            t,
+            "inference",
+            f"ERROR {stamp} [core.py:710] EngineCore encountered a fatal error.\n"
+            f"ERROR {stamp} [core.py:710] RuntimeError: CUDA error: an illegal memory access was encountered\n"
+            f"ERROR {stamp} [async_llm.py:480] AsyncLLM output_handler failed.\n"
+            f"ERROR {stamp} [async_llm.py:480] vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an "
+            "issue. See stack trace (above) for the root cause.\n",
+        )
+    ]
 
 
 def finish(sim: Sim, t: float) -> list[Event]:

@@ -17,10 +17,12 @@ from pathlib import Path
 
 
 class RunPaths:
-    def __init__(self, root: Path, layout: str, attempt: int = 1) -> None:
+    def __init__(self, root: Path, layout: str, attempt: int = 1, job_log: str | None = None) -> None:
         self.root = Path(root)
         self.layout = layout
         self.attempt = attempt
+        self.job_log = job_log
+        """SLURM: the launcher's output file (`job_<id>.log`); a local launcher prints to its terminal."""
 
     @property
     def logs(self) -> Path:
@@ -31,7 +33,10 @@ class RunPaths:
         """Where the orchestrator writes its own artifacts (L: `run_default/`)."""
         return self.root if self.layout == "H" else self.root / "run_default"
 
-    def stream(self, name: str) -> Path:
+    def stream(self, name: str) -> Path | None:
+        """The file a stream goes to; None for the launcher of a local run (its terminal)."""
+        if name == "launcher":
+            return self.root / self.job_log if self.job_log else None
         if name == "metrics":
             if self.layout != "H":
                 raise ValueError("layout L writes no metrics.jsonl")

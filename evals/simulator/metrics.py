@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 
+from . import shapes
 from .dynamics import EvalStats, StepStats
 from .rng import lognormal, stream
 from .scenario import Scenario
@@ -119,6 +120,15 @@ def trainer_rows(
         "masked_advantage_negative/max": 1.0,
         "kl_ent_ratio/mean": nan_or(st.mismatch_kl / max(st.entropy, 1e-6)),
     }
+    if st.ref_kl is not None:
+        spread = st.ref_kl * 1.4
+        tensors |= {
+            "ref_kl/mean": nan_or(st.ref_kl),
+            "ref_kl/median": nan_or(st.ref_kl * 0.7),
+            "ref_kl/std": nan_or(spread),
+            "ref_kl/min": nan_or(0.0),
+            "ref_kl/max": nan_or(st.ref_kl * 18),
+        }
     fwd = step_time - wait - save - 0.9
     times = {
         "time/step": _r(step_time),
@@ -129,11 +139,13 @@ def trainer_rows(
         "time/forward_backward": _r(max(fwd, 0.1)),
     }
     used = 310.0 + 7.4 * ckpts_so_far
+    ratio = shapes.disk_free_ratio(sc, st.step, (DISK_TOTAL_GIB - used - 1100.0) / DISK_TOTAL_GIB)
+    free = ratio * DISK_TOTAL_GIB
     disk = {
-        "system/ckpt_disk_free_gib": _r(DISK_TOTAL_GIB - used - 1100.0),
-        "system/ckpt_disk_used_gib": _r(used + 1100.0),
+        "system/ckpt_disk_free_gib": _r(free),
+        "system/ckpt_disk_used_gib": _r(DISK_TOTAL_GIB - free),
         "system/ckpt_disk_total_gib": DISK_TOTAL_GIB,
-        "system/ckpt_disk_free_ratio": _r((DISK_TOTAL_GIB - used - 1100.0) / DISK_TOTAL_GIB),
+        "system/ckpt_disk_free_ratio": _r(ratio),
     }
     return [perf, optim, tensors, times, disk]
 

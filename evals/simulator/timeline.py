@@ -8,6 +8,10 @@ The trainer waits for batch n when the orchestrator is slower (`time/wait_for_ba
 Every step owns its events: an orchestrator step n happens in (ship[n-1], ship[n]], the
 trainer step n ends at end[n] >= ship[n]. So after generating step n nothing earlier than
 ship[n] can appear again, which lets the writer stream events in time order.
+
+A resumed attempt starts its clock at its own launch and trains from `resume_step + 1`; the
+steps before are filled with the start-up state. A hung step (NCCL, stall, a dead inference
+server) simply takes `shapes.HUNG_S`: everything after it lies beyond the recording.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from . import shapes
 from .dynamics import Dynamics
 from .rng import stream
 from .scenario import Scenario
@@ -45,18 +50,23 @@ class Timeline:
         self.orch_start = 1.1 + 0.4 * boot.random()
         self.trainer_start = 1.4 + 0.4 * boot.random()
         self.env_ready = 6.0 + 4.0 * boot.random()
-        self.inference_ready = 42.0 + 22.0 * boot.random()
+        u = boot.random()
+        # the normal-but-alarming run waits longer for vLLM (more `not reached` warnings)
+        self.inference_ready = (95.0 + 30.0 * u) if scenario.profile == "alarming" else (42.0 + 22.0 * u)
         self.trainer_ready = 28.0 + 10.0 * boot.random()
+        if scenario.resume_step is not None:
+            self.trainer_ready += 6.0  # loading the checkpoint
         first = self.inference_ready + 1.5 + boot.random()
-        # index n holds step n; index 0 is the start-up state
-        self.gen_start: list[float] = [first]
-        self.ship: list[float] = [first]
-        self.train_start: list[float] = [self.trainer_ready]
-        self.end: list[float] = [self.trainer_ready]
-        self.broadcast: list[float] = [0.0]
-        self.wait_for_batch: list[float] = [0.0]
-        self.wait_for_policy: list[float] = [0.0]
-        self.save_ckpt: list[float] = [0.0]
+        # index n holds step n; index 0 (and every step a resumed attempt skips) is the start-up state
+        before = scenario.first_step
+        self.gen_start: list[float] = [first] * before
+        self.ship: list[float] = [first] * before
+        self.train_start: list[float] = [self.trainer_ready] * before
+        self.end: list[float] = [self.trainer_ready] * before
+        self.broadcast: list[float] = [0.0] * before
+        self.wait_for_batch: list[float] = [0.0] * before
+        self.wait_for_policy: list[float] = [0.0] * before
+        self.save_ckpt: list[float] = [0.0] * before
 
     def ensure(self, n: int) -> None:
         while len(self.ship) <= n:
@@ -68,12 +78,12 @@ class Timeline:
         r = stream(self.sc.seed, "time", k)
         gate = self.broadcast[k - 2] if k >= 3 else 0.0
         gen_start = max(self.ship[k - 1], gate)
-        ship = gen_start + st.gen_s
+        ship = gen_start + st.gen_s + shapes.generation_hang_s(self.sc, k)
         ready = ship + 0.3 + 0.2 * r.random()
         train_start = max(self.end[k - 1], ready)
         # the final step is saved once after the loop (prime-rl skips the in-loop save there)
         save = (2.0 + 1.5 * r.random()) if k % self.sc.ckpt_interval == 0 and k < self.sc.max_steps else 0.0
-        end = train_start + st.train_compute_s + save
+        end = train_start + st.train_compute_s + save + shapes.hang_s(self.sc, k)
         self.gen_start.append(gen_start)
         self.ship.append(ship)
         self.train_start.append(train_start)
@@ -116,15 +126,44 @@ class Timeline:
         return runs
 
     def crash_time(self) -> float:
-        """When the trainer dies (crash-oom), mid-way through the onset step."""
-        n = self.sc.onset_step
+        """When the failing process dies (or, for a stall, when the trainer hangs)."""
+        sc = self.sc
+        n = sc.onset_step
         self.ensure(n)
         st = self.dyn.at(n)
-        return self.train_start[n] + 0.55 * st.train_compute_s
+        if sc.kind == "crash-oom":
+            return self.train_start[n] + 0.55 * st.train_compute_s
+        if sc.kind == "host-oom":
+            return self.train_start[n] + 0.6 * st.train_compute_s
+        if sc.kind == "crash-nccl":
+            return self.hang_start() + shapes.NCCL_TIMEOUT_S + 0.012
+        if sc.kind == "crash-python":
+            return self.gen_start[n] + 0.4 * st.gen_s
+        if sc.kind == "inference-unreachable":
+            return self.inference_down() + shapes.INFERENCE_ABORT_S + 0.9
+        return self.hang_start()
+
+    def hang_start(self) -> float:
+        """When the trainer enters the collective (or call) that never returns."""
+        n = self.sc.onset_step
+        self.ensure(n)
+        return self.train_start[n] + 0.35 * self.dyn.at(n).train_compute_s
+
+    def inference_down(self) -> float:
+        """When the vLLM engine dies (inference-unreachable)."""
+        n = self.sc.onset_step
+        self.ensure(n)
+        return self.gen_start[n] + 0.3 * self.dyn.at(n).gen_s
+
+    def stall_s(self) -> float:
+        """How long a stall has lasted when the recording ends: well past the 10 min rule."""
+        return (15.0 + 12.0 * self.sc.severity) * 60.0
 
     def cut_time(self, last_step: int | None = None) -> float:
         """The moment the recorded snapshot ends."""
         sc = self.sc
+        if sc.hangs and last_step is None:
+            return self.hang_start() + self.stall_s()
         if sc.crashes and last_step is None:
             return self.crash_time() + 3.5
         last = sc.steps if last_step is None else last_step

@@ -19,6 +19,7 @@ import sys
 import types
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import lru_cache
 
 from loguru._better_exceptions import ExceptionFormatter
@@ -256,11 +257,20 @@ def env_timeout_frames(seed: int) -> tuple[Frame, ...]:
 
 
 def child_failed_block(
-    glog_prefix: str, stamp: str, host: str, agent_pid: int, child_pid: int, script: str = "src/prime_rl/trainer/rl/train.py"
+    glog_prefix: str,
+    stamp: str,
+    host: str,
+    agent_pid: int,
+    child_pid: int,
+    script: str = "src/prime_rl/trainer/rl/train.py",
+    *,
+    exitcode: int = 1,
+    traceback: str = "To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html",
 ) -> str:
-    """torchrun's agent output when rank 0 exits 1 (its own stderr: no `[trainer0]:` prefix)."""
+    """torchrun's agent output when rank 0 fails (its own stderr: no `[trainer0]:` prefix).
+    A signal shows as a negative exit code and names the signal in `traceback`."""
     return (
-        f"{glog_prefix}failed (exitcode: 1) local_rank: 0 (pid: {child_pid}) of binary: {VENV}/bin/python3\n"
+        f"{glog_prefix}failed (exitcode: {exitcode}) local_rank: 0 (pid: {child_pid}) of binary: {VENV}/bin/python3\n"
         "Traceback (most recent call last):\n"
         f'  File "{VENV}/bin/torchrun", line 10, in <module>\n'
         "    sys.exit(main())\n"
@@ -289,8 +299,163 @@ def child_failed_block(
         f"  time      : {stamp}\n"
         f"  host      : {host}\n"
         "  rank      : 0 (local_rank: 0)\n"
-        f"  exitcode  : 1 (pid: {child_pid})\n"
+        f"  exitcode  : {exitcode} (pid: {child_pid})\n"
         "  error_file: <N/A>\n"
-        "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html\n"
+        f"  traceback : {traceback}\n"
         "============================================================\n"
+    )
+
+
+def nccl_watchdog_lines(when: datetime, seq: int, seed: int) -> str:
+    """What c10d prints on rank 0 when a collective times out: `[rank0]:`-prefixed glog lines,
+    the C++ stack of the watchdog thread, then std::terminate's `what()` (no loguru head)."""
+    base = when.strftime("%m%d %H:%M:%S")
+    nanos = (when.microsecond * 1000 + seed * 7919) % 1_000_000_000
+    lib = f"{SITE}/torch/lib"
+    work = (
+        f"WorkNCCL(SeqNum={seq}, OpType=_ALLGATHER_BASE, NumelIn=77594624, NumelOut=155189248, "
+        f"Timeout(ms)=600000) ran for 600012 milliseconds before timing out."
+    )
+    head = f"[rank0]:[E{base}.{nanos:09d} ProcessGroupNCCL.cpp"
+    pg = "[PG ID 0 PG GUID 0(default_pg) Rank 0]"
+    addr = lambda k: f"0x7f{(seed * 2654435761 + k * 7340033) % 0xFFFFFFFFFF:010x}"  # noqa: E731
+    return (
+        f"{head}:632] [Rank 0] Watchdog caught collective operation timeout: {work}\n"
+        f"{head}:2271] {pg}  failure detected by watchdog at work sequence id: {seq} PG status: "
+        f"last enqueued work: {seq + 1}, last completed work: {seq - 1}\n"
+        f"{head}:670] Stack trace of the failed collective not found, potentially because FlightRecorder is disabled. "
+        "You can enable it by setting TORCH_NCCL_TRACE_BUFFER_SIZE to a non-zero value.\n"
+        f"{head}:684] [Rank 0] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA "
+        "kernels, subsequent GPU operations might run on corrupted/incomplete data.\n"
+        f"{head}:698] [Rank 0] To avoid data inconsistency, we are taking the entire process down.\n"
+        f"{head}:1904] {pg} Process group watchdog thread terminated with exception: [Rank 0] Watchdog caught "
+        f"collective operation timeout: {work}\n"
+        "Exception raised from checkTimeout at /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:635 "
+        "(most recent call first):\n"
+        f"frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 ({addr(1)} in {lib}/libc10.so)\n"
+        "frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono::duration<long, "
+        f"std::ratio<1l, 1000l> > >) + 0x282 ({addr(2)} in {lib}/libtorch_cuda.so)\n"
+        f"frame #2: c10d::ProcessGroupNCCL::watchdogHandler() + 0x233 ({addr(3)} in {lib}/libtorch_cuda.so)\n"
+        f"frame #3: c10d::ProcessGroupNCCL::ncclCommWatchdog() + 0x14d ({addr(4)} in {lib}/libtorch_cuda.so)\n"
+        f"frame #4: <unknown function> + 0xdc253 ({addr(5)} in /lib/x86_64-linux-gnu/libstdc++.so.6)\n"
+        f"frame #5: <unknown function> + 0x94ac3 ({addr(6)} in /lib/x86_64-linux-gnu/libc.so.6)\n"
+        f"frame #6: <unknown function> + 0x126850 ({addr(7)} in /lib/x86_64-linux-gnu/libc.so.6)\n"
+        "\n"
+        "terminate called after throwing an instance of 'c10::DistBackendError'\n"
+        f"  what():  {pg} Process group watchdog thread terminated with exception: [Rank 0] Watchdog caught "
+        f"collective operation timeout: {work}\n"
+    )
+
+
+def orchestrator_frames(seed: int, leaf: tuple[Frame, ...]) -> tuple[Frame, ...]:
+    """`run_orchestrator` (caught by `clean_exit`'s async wrapper) down to `leaf`."""
+    orch = f"{SRC}/orchestrator/orchestrator.py"
+    a = lambda k: _addr(seed, 40 + k)  # noqa: E731
+    return (
+        Frame(orch, 1012, "<module>", "main()", (("main", f"<function main at {a(1)}>"),)),
+        Frame(
+            orch,
+            1008,
+            "main",
+            "asyncio.run(run_orchestrator(cli(OrchestratorConfig)))",
+            (
+                ("asyncio", "<module 'asyncio' from '/usr/lib/python3.12/asyncio/__init__.py'>"),
+                ("asyncio.run", f"<function run at {a(2)}>"),
+                ("run_orchestrator", f"<function run_orchestrator at {a(3)}>"),
+            ),
+        ),
+        Frame("/usr/lib/python3.12/asyncio/runners.py", 195, "run", "return runner.run(main)"),
+        Frame("/usr/lib/python3.12/asyncio/base_events.py", 691, "run_until_complete", "return future.result()"),
+        Frame(
+            f"{SRC}/utils/utils.py",
+            64,
+            "async_wrapper",
+            "ret = await func(*args, **kwargs)",
+            (("func", f"<function run_orchestrator at {a(4)}>"),),
+            catches=True,
+        ),
+        *leaf,
+    )
+
+
+def scoring_keyerror_frames(seed: int) -> tuple[Frame, ...]:
+    """A rubric reading a dataset column that the env's new version renamed."""
+    vf = f"{SITE}/verifiers/v1"
+    a = lambda k: _addr(seed, 60 + k)  # noqa: E731
+    return orchestrator_frames(
+        seed,
+        (
+            Frame(
+                f"{SRC}/orchestrator/orchestrator.py",
+                655,
+                "run_orchestrator",
+                "await shipper.on_batch(await train_sink.next_batch())",
+                (("shipper", f"<prime_rl.orchestrator.shipper.Shipper object at {a(1)}>"),),
+            ),
+            Frame(
+                f"{SRC}/orchestrator/train_sink.py",
+                212,
+                "next_batch",
+                "scored = await self.score_group(group)",
+                (("group", "<EpisodeGroup 16 episodes>"),),
+            ),
+            Frame(
+                f"{vf}/rubric.py",
+                143,
+                "score_group",
+                "return [await self.score(episode, task.data['answer']) for episode in group]",
+                (
+                    ("task", f"<verifiers.v1.task.Task object at {a(2)}>"),
+                    ("task.data", "{'prompt': 'the quiet harbour lanterns glow softly', 'target': 'yltfos wolg snretnal'}"),
+                ),
+            ),
+        ),
+    )
+
+
+def inference_abort_frames(seed: int) -> tuple[Frame, ...]:
+    """The orchestrator's wait for the inference server giving up."""
+    a = lambda k: _addr(seed, 80 + k)  # noqa: E731
+    return orchestrator_frames(
+        seed,
+        (
+            Frame(
+                f"{SRC}/orchestrator/orchestrator.py",
+                702,
+                "run_orchestrator",
+                "await check_health(clients, timeout=config.client.health_timeout)",
+                (("clients", f"[<prime_rl.utils.client.InferenceClient object at {a(1)}>]"),),
+            ),
+            Frame(
+                f"{SRC}/utils/client.py",
+                118,
+                "check_health",
+                "raise TimeoutError(f'Inference server is not ready after {waited} seconds')",
+                (("waited", "1800"),),
+            ),
+        ),
+    )
+
+
+def env_sandbox_frames(seed: int) -> tuple[Frame, ...]:
+    """An env-server request whose sandbox died (env-errors)."""
+    vf = f"{SITE}/verifiers/v1"
+    a = lambda k: _addr(seed, 100 + k)  # noqa: E731
+    return (
+        Frame(
+            f"{vf}/serve/server.py",
+            214,
+            "handle",
+            "result = await self.run_episode(request)",
+            (("self", f"<verifiers.v1.serve.server.EnvServer object at {a(1)}>"),),
+            catches=True,
+        ),
+        Frame(f"{vf}/serve/server.py", 249, "run_episode", "return await episode.run()"),
+        Frame(
+            f"{vf}/sandbox/process.py",
+            188,
+            "exec",
+            "raise RuntimeError(f'sandbox exited unexpectedly (exit code {proc.returncode})')",
+            (("proc.returncode", "137"), ("proc", f"<Process pid=51234 returncode=137 at {a(2)}>")),
+        ),
     )

@@ -2,16 +2,19 @@
 
 `trainer.log` is torchrun's tee of rank 0, so every line the trainer prints starts with
 `[trainer0]:`; torchrun's own messages (the OMP warning, the ChildFailedError block after a
-crash) are the agent's stderr and carry no prefix.
+crash) are the agent's stderr and carry no prefix. C++ lines of rank 0 (the NCCL watchdog) carry
+both torchrun's prefix and c10's own `[rank0]:`.
 """
 
 from __future__ import annotations
 
+from . import shapes
 from .events import Event, Sim
+from .logfmt import prefix_lines
 from .metrics import drop_non_finite, dropping_warning, dumps, trainer_rows
 from .rng import stream
 from .steplines import trainer_step
-from .tracebacks import child_failed_block, cuda_oom_message, render, trainer_oom_frames
+from .tracebacks import child_failed_block, cuda_oom_message, nccl_watchdog_lines, render, trainer_oom_frames
 
 OMP_WARNING = (
     "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your system "
@@ -36,12 +39,26 @@ def startup(sim: Sim) -> list[Event]:
             "No NVLink detected, disabling NCCL P2P and SHM transports. "
             "Set NCCL_P2P_DISABLE=0 and NCCL_SHM_DISABLE=0 to override.",
         ),
-        sim.log(t + 4.0, "trainer", "INFO", f"No checkpoints found in {ckpt_dir}. Starting from scratch."),
     ]
+    resume = sim.sc.resume_step
+    if resume is None:
+        out.append(sim.log(t + 4.0, "trainer", "INFO", f"No checkpoints found in {ckpt_dir}. Starting from scratch."))
+    else:
+        out.append(sim.log(t + 4.0, "trainer", "INFO", f"Resuming training from checkpoint step {resume}"))
     if sim.h:
         out.append(sim.log(t + 4.2, "trainer", "INFO", f"Logging metrics to {sim.run_dir}/metrics.jsonl"))
-    out.append(sim.log(sim.tl.trainer_ready, "trainer", "INFO", "Starting from step 1 (total_tokens=0, total_samples=0)"))
+    tokens, samples, _ = sim.dyn.cumulative(resume or 0)
+    start = f"Starting from step {sim.sc.first_step} (total_tokens={round(tokens)}, total_samples={samples})"
+    out.append(sim.log(sim.tl.trainer_ready, "trainer", "INFO", start))
     return out
+
+
+def checkpoint_error(sim: Sim, n: int, t: float) -> Event:
+    """A trainer checkpoint save that failed: the shards are there, `.metadata` never is."""
+    path = f"{sim.run_dir}/checkpoints/step_{n}/trainer/.metadata"
+    return sim.log(
+        t, "trainer", "ERROR", f"Failed to save checkpoint at step {n}: OSError: [Errno 5] Input/output error: '{path}'"
+    )
 
 
 def step(sim: Sim, n: int) -> list[Event]:
@@ -53,6 +70,8 @@ def step(sim: Sim, n: int) -> list[Event]:
     out: list[Event] = []
     if tl.save_ckpt[n]:
         out.append(sim.log(end - tl.save_ckpt[n], "trainer", "INFO", f"Saving checkpoint at step {n}"))
+        if shapes.checkpoint_fails(sc, n):
+            out.append(checkpoint_error(sim, n, end - 0.05))
     out.append(sim.log(end, "trainer", "SUCCESS", trainer_step(sim.layout, n, seconds, st)))
     if sim.h:
         rows = trainer_rows(sc, st, seconds, tl.wait_for_batch[n], tl.save_ckpt[n], n // sc.ckpt_interval)
@@ -61,7 +80,7 @@ def step(sim: Sim, n: int) -> list[Event]:
             kept, dropped = drop_non_finite(row)
             if dropped:
                 out.append(sim.log(t, "trainer", "WARNING", dropping_warning(dropped)))
-            out.append(Event(t, "metrics", dumps(n, round(sim.clock.epoch(t), 6), kept)))
+            out.append(Event(t, "metrics", dumps(n, round(sim.clock.epoch(t), 6), kept), "trainer"))
     # the orchestrator pushes the new policy to vLLM once the broadcast is STABLE
     out.append(
         Event(
@@ -99,3 +118,27 @@ def crash(sim: Sim) -> list[Event]:
         sim.pid["trainer"],
     )
     return [sim.log(c, "trainer", "ERROR", "Fatal error in train", exc), Event(c + 1.1, "trainer", block)]
+
+
+def nccl_crash(sim: Sim) -> list[Event]:
+    """The NCCL watchdog aborts rank 0 (SIGABRT) after a collective hung for the timeout; its
+    C++ lines have no loguru head. torchrun stops the other rank and reports exit code -6."""
+    sc, tl = sim.sc, sim.tl
+    c = tl.crash_time()
+    seq = 38 * sc.onset_step + stream(sc.seed, "nccl").randrange(38)
+    lines = nccl_watchdog_lines(sim.clock.local(c), seq, sc.seed)
+    api = "torch/distributed/elastic/multiprocessing/api.py"
+    other = sim.pid["trainer"] + 1
+    sigterm = (
+        sim.clock.glog(c + 0.9, "W", sim.pid["torchrun"], f"{api}:908") + f"Sending process {other} closing signal SIGTERM\n"
+    )
+    block = child_failed_block(
+        sim.clock.glog(c + 1.3, "E", sim.pid["torchrun"], f"{api}:882"),
+        sim.clock.stamp(c),
+        sim.host,
+        sim.pid["torchrun"],
+        sim.pid["trainer"],
+        exitcode=-6,
+        traceback=f"Signal 6 (SIGABRT) received by PID {sim.pid['trainer']}",
+    )
+    return [Event(c, "trainer", prefix_lines(lines)), Event(c + 0.9, "trainer", sigterm), Event(c + 1.3, "trainer", block)]

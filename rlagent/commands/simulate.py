@@ -1,0 +1,197 @@
+"""`rlagent simulate`: write a simulated prime-rl run, for tests and demos only.
+
+Thin: parses flags, builds the scenario (rlagent.evals.simulator), writes the run or starts the
+live launcher, prints one line. User errors are one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = Console(highlight=False, soft_wrap=True)
+
+HELP = (
+    "Write a SIMULATED prime-rl run directory (for tests and demos, nothing more).\n\n"
+    "SCENARIO is a named run (--list); OUT_DIR is the run directory (with --run.name: the output dir holding it, "
+    "as prime-rl's --output-dir). The files are byte-for-byte prime-rl's formats, layout H (Aug 2026) or L "
+    "(May 2026); every number follows from the scenario and its seed.\n\n"
+    "--live runs it in real time: this process becomes PRIME-RL::Launcher and starts children titled "
+    "PRIME-RL::Trainer, ::Orchestrator, ::Inference and ::EnvServer that append their own logs as simulated time "
+    "passes (--speed 60: one simulated minute per second). Typed into a tmux Launcher window it behaves like "
+    "`uv run rl`: Ctrl-C stops everything, a crash ends with prime-rl's launcher lines and exit status 1. "
+    "Resume as prime-rl does, from a complete checkpoint into a new logs/attempt_N:\n\n"
+    "H: rlagent simulate crash-oom-h OUT --live --run.name NAME [--resume.step 20 | --resume]\n\n"
+    "L: rlagent simulate crash-python-l --output-dir OUT --live [--ckpt.resume-step 10 | -1]"
+)
+
+
+def _fail(message: str) -> None:
+    err.print(f"[bold red]rlagent: error:[/] {message}", markup=True)
+    raise typer.Exit(2)
+
+
+def simulate(
+    scenario: Annotated[str | None, typer.Argument(help="Scenario name (see --list).", show_default=False)] = None,
+    out_dir: Annotated[Path | None, typer.Argument(help="Run directory to write.", show_default=False)] = None,
+    list_: Annotated[bool, typer.Option("--list", help="Name every scenario with a one-line description.")] = False,
+    layout: Annotated[str | None, typer.Option("--layout", help="H or L (default: the scenario's).")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Random seed (same seed, same bytes).")] = None,
+    steps: Annotated[int | None, typer.Option("--steps", help="Trainer steps recorded (live: the run's max_steps).")] = None,
+    onset: Annotated[int | None, typer.Option("--onset", help="Step the failure starts at.")] = None,
+    severity: Annotated[float | None, typer.Option("--severity", help="Strength of the failure (1.0 = textbook).")] = None,
+    step_time: Annotated[float | None, typer.Option("--step-time", help="Mean trainer step, simulated seconds.")] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a non-empty OUT_DIR.")] = False,
+    live: Annotated[bool, typer.Option("--live", help="Write the run in real time from titled processes.")] = False,
+    speed: Annotated[float, typer.Option("--speed", help="Live: simulated seconds per real second.")] = 60.0,
+    output_dir: Annotated[Path | None, typer.Option("--output-dir", help="Same as OUT_DIR (prime-rl's flag).")] = None,
+    run_name: Annotated[str | None, typer.Option("--run.name", help="H: the run is OUT_DIR/NAME (needed to resume).")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="H: resume from the newest complete checkpoint.")] = False,
+    resume_step: Annotated[int | None, typer.Option("--resume.step", help="H: resume from checkpoint step N.")] = None,
+    ckpt_resume_step: Annotated[
+        int | None, typer.Option("--ckpt.resume-step", help="L: resume from checkpoint step N (-1: the latest).")
+    ] = None,
+) -> None:
+    from rlagent.evals.simulator import SCENARIOS
+    from rlagent.evals.simulator.launch import LaunchError
+
+    if list_:
+        width = max(map(len, SCENARIOS))
+        for name, sc in SCENARIOS.items():
+            out.print(f"{name:<{width}}  {sc.layout}  {sc.description}")
+        return
+    if scenario is None:
+        _fail("missing SCENARIO (see `rlagent simulate --list`)")
+    if scenario not in SCENARIOS:
+        _fail(f"unknown scenario {scenario!r} (see `rlagent simulate --list`)")
+    if out_dir is not None and output_dir is not None and out_dir != output_dir:
+        _fail("give the run directory once: OUT_DIR or --output-dir")
+    root = out_dir or output_dir
+    if root is None:
+        _fail("missing OUT_DIR")
+    if layout is not None and layout not in ("H", "L"):
+        _fail(f"--layout must be H or L, not {layout!r}")
+    if speed <= 0:
+        _fail(f"--speed must be positive, not {speed}")
+    overrides = {
+        "layout": layout,
+        "seed": seed,
+        "onset_step": onset,
+        "severity": severity,
+        "step_time_s": step_time,
+        "steps": steps,
+    }
+    try:
+        _run(
+            SCENARIOS[scenario],
+            Path(root),
+            overrides,
+            resume_flags=(resume, resume_step, ckpt_resume_step),
+            run_name=run_name,
+            overwrite=overwrite,
+            live=live,
+            speed=speed,
+        )
+    except LaunchError as exc:
+        _fail(str(exc))
+
+
+simulate.__doc__ = HELP
+
+
+def _run(
+    base, root: Path, overrides: dict, *, resume_flags: tuple, run_name: str | None, overwrite: bool, live: bool, speed: float
+) -> None:
+    """Resolve the launch (fresh or resumed, as prime-rl would) and write or run it."""
+    from rlagent.evals.simulator import launch
+
+    resume, resume_step, ckpt_resume_step = resume_flags
+    wants_resume = resume or resume_step is not None or ckpt_resume_step is not None
+    layout = overrides["layout"] or base.layout
+    if layout == "H" and ckpt_resume_step is not None:
+        raise launch.LaunchError("--ckpt.resume-step does not exist in layout H: use --resume or --resume.step N")
+    if layout == "L" and (resume or resume_step is not None):
+        raise launch.LaunchError("--resume / --resume.step do not exist in layout L: use --ckpt.resume-step N (-1: latest)")
+    if layout == "L" and run_name is not None:
+        raise launch.LaunchError("--run.name does not exist in layout L: the run is its --output-dir")
+    run_dir = root / run_name if run_name else root
+    if wants_resume:
+        if not run_dir.is_dir():
+            raise launch.LaunchError(f"{run_dir}: no such run to resume (prime-rl would start a new run from scratch)")
+        step = launch.resume_step(run_dir, layout, resume_step if layout == "H" else ckpt_resume_step)
+        scenario = launch.resumed(run_dir, step, overrides)
+        if live:  # a live attempt goes on until max_steps, a crash or Ctrl-C
+            scenario = scenario.model_copy(update={"steps": scenario.max_steps, "finished": True})
+    else:
+        if not launch.is_empty(run_dir) and not overwrite:
+            raise launch.LaunchError(f"{run_dir} is not empty: pass --overwrite to replace it, or resume it")
+        scenario = _fresh(base, overrides, live)
+    if live and scenario.resume_step is None:
+        # real processes on this machine: configs and log lines name the real run directory
+        scenario = scenario.model_copy(update={"output_root": str(run_dir.resolve().parent), "run_label": run_dir.name})
+    elif run_name and scenario.resume_step is None:
+        scenario = scenario.model_copy(update={"run_label": run_name})
+    if live:
+        from rlagent.evals.simulator.live import run_live
+
+        raise typer.Exit(run_live(scenario, run_dir, speed=speed, overwrite=overwrite))
+    _write(scenario, run_dir, overwrite)
+
+
+def _fresh(base, overrides: dict, live: bool):
+    from rlagent.evals.simulator.launch import LaunchError
+
+    changes = {k: v for k, v in overrides.items() if v is not None}
+    steps = changes.get("steps")
+    if steps is not None and steps > base.max_steps:
+        changes["max_steps"] = steps
+    if live:
+        # a live run goes on until max_steps (--steps sets it), a crash or Ctrl-C
+        changes["max_steps"] = steps or base.max_steps
+        changes["steps"] = changes["max_steps"]
+        changes["finished"] = True
+    elif base.finished and steps is not None:
+        changes["max_steps"] = steps
+    try:
+        scenario = base.variant(**changes)
+    except ValueError as exc:
+        raise LaunchError(_first_error(exc)) from exc
+    if scenario.finished and scenario.ends_early:
+        scenario = scenario.variant(finished=False)
+    return scenario
+
+
+def _first_error(exc: ValueError) -> str:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        first = errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        return f"bad parameter{f' {where}' if where else ''}: {first['msg'].removeprefix('Value error, ')}"
+    return str(exc)
+
+
+def _write(scenario, run_dir: Path, overwrite: bool) -> None:
+    from rlagent.evals.simulator import launch
+    from rlagent.evals.simulator.writer import resume_run, write_run
+
+    started = time.perf_counter()
+    if scenario.resume_step is None:
+        write_run(scenario, run_dir, overwrite=overwrite)
+        launch.save_params(run_dir, scenario)
+    else:
+        if scenario.layout == "L":
+            launch.truncate_l_logs(run_dir)
+        resume_run(scenario, run_dir)
+    took = time.perf_counter() - started
+    what = f"attempt {scenario.attempt} from step {scenario.resume_step}" if scenario.resume_step else f"{scenario.steps} steps"
+    expects = ", ".join(scenario.expects) or "no warning"
+    out.print(
+        f"wrote {run_dir} ({scenario.name}, layout {scenario.layout}, seed {scenario.seed}, {what}) in {took:.2f}s; "
+        f"a check-in should report: {expects}"
+        + (f" (signal from step {scenario.signal_step})" if scenario.signal_step and scenario.expects else "")
+    )
