@@ -21,48 +21,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from rlagent.agents.rules import catalogue
 from rlagent.graph.state import Health, Layout, Severity
 
-FINDING_IDS: frozenset[str] = frozenset(
-    {
-        # health
-        "run_crashed",
-        "process_down",
-        "run_stalled",
-        "cuda_oom",
-        "host_oom",
-        "nccl_error",
-        "inference_unreachable",
-        "env_errors",
-        "checkpoint_failure",
-        "disk_low",
-        "run_finished",
-        # progress
-        "reward_flat",
-        "reward_regression",
-        "reward_constant",
-        "zero_advantage",
-        "truncation_high",
-        "length_collapse",
-        "length_explosion",
-        "errored_rollouts_high",
-        "empty_batches",
-        "eval_regression",
-        # stability
-        "nan_detected",
-        "entropy_collapse",
-        "entropy_explosion",
-        "mismatch_kl_growth",
-        "grad_norm_spike",
-        "kl_blowup",
-        # performance
-        "orchestrator_bottleneck",
-        "trainer_bottleneck",
-        "kv_cache_saturated",
-        "step_time_regression",
-        "off_policy_drops",
-    }
-)
+FINDING_IDS: frozenset[str] = frozenset(catalogue.FINDING_IDS)
 """The public finding ids of reference/findings.md (a typo in a case must not silently pass)."""
 
 SEVERITY_RANK = {Severity.INFO: 0, Severity.WARNING: 1, Severity.CRITICAL: 2}

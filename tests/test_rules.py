@@ -1114,3 +1114,18 @@ def test_health_from_findings_alone():
     run = healthy(0)
     run.events.append(crash_event(run, 200))
     assert health_of(run_rules(run.ctx())) == Health.DOWN
+
+
+def test_every_catalogued_id_has_a_rule_and_every_rule_id_is_catalogued():
+    import re
+    from pathlib import Path
+
+    from rlagent.agents.rules.catalogue import FINDING_IDS
+
+    text = "".join(
+        p.read_text()
+        for p in (Path(__file__).resolve().parent.parent / "agents" / "rules").glob("*.py")
+        if p.name != "catalogue.py"
+    )
+    assert set(re.findall(r'\bid="([a-z_]+)"', text)) <= set(FINDING_IDS)  # no rule emits an unknown id
+    assert {i for i in FINDING_IDS if f'"{i}"' not in text} == set()  # every id has a rule

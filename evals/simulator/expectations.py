@@ -13,44 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-ALL_IDS: tuple[str, ...] = (
-    # health
-    "run_crashed",
-    "process_down",
-    "run_stalled",
-    "cuda_oom",
-    "host_oom",
-    "nccl_error",
-    "inference_unreachable",
-    "env_errors",
-    "checkpoint_failure",
-    "disk_low",
-    "run_finished",
-    # progress
-    "reward_flat",
-    "reward_regression",
-    "reward_constant",
-    "zero_advantage",
-    "truncation_high",
-    "length_collapse",
-    "length_explosion",
-    "errored_rollouts_high",
-    "empty_batches",
-    "eval_regression",
-    # stability
-    "nan_detected",
-    "entropy_collapse",
-    "entropy_explosion",
-    "mismatch_kl_growth",
-    "grad_norm_spike",
-    "kl_blowup",
-    # performance
-    "orchestrator_bottleneck",
-    "trainer_bottleneck",
-    "kv_cache_saturated",
-    "step_time_regression",
-    "off_policy_drops",
-)
+from rlagent.agents.rules.catalogue import FINDING_IDS
+
+ALL_IDS: tuple[str, ...] = FINDING_IDS
 """Every finding id of findings.md (process_down and kv_cache_saturated need a live check-in)."""
 
 INFO_IDS = frozenset({"run_finished", "reward_flat"})
