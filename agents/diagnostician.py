@@ -1,32 +1,59 @@
-"""Diagnostician node: the rules turn the observation and the run's history into findings.
+"""Diagnostician node: the rules turn the observation and the run's history into findings and
+at most one typed proposal (agents/proposals.py).
 
 A finding reported by earlier check-ins is said to persist (since when, for how many
-check-ins), which is how a trend across check-ins reaches the entry.
+check-ins), which is how a trend across check-ins reaches the entry. When the review team
+rejected the proposal, the graph comes back here once: the diagnostician revises or withdraws it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from rlagent.agents.llm_diagnostician import refine, revise_with_claude
+from rlagent.agents.llm_runtime import LLMRuntime
+from rlagent.agents.proposals import propose, revise
 from rlagent.agents.rules import health_of, run_rules
 from rlagent.agents.rules.context import RuleContext
 from rlagent.agents.rules.thresholds import Thresholds
 from rlagent.graph.state import CheckinState, Finding, FindingRecord
 
 
-def make_diagnostician(thresholds: Thresholds) -> Callable[[CheckinState], dict]:
+def make_diagnostician(thresholds: Thresholds, llm: LLMRuntime | None = None) -> Callable[[CheckinState], dict]:
+    """The rules always run first; with an LLM runtime, Claude then refines their result (or,
+    on a revision round, may withdraw or revise the proposal) and the check-in's LLM use is recorded."""
+
     def diagnostician(state: CheckinState) -> dict:
-        return diagnose(state, thresholds)
+        if llm is None:
+            return diagnose(state, thresholds) if revising(state) else {**diagnose(state, thresholds), "llm": None}
+        if revising(state):
+            return revise_with_claude(state, revise(state.reviews[-1]), llm, thresholds)
+        return refine(state, diagnose(state, thresholds), llm, thresholds)
 
     return diagnostician
 
 
 def diagnose(state: CheckinState, thresholds: Thresholds) -> dict:
     assert state.observation is not None, "the collector runs before the diagnostician"
+    if revising(state):
+        proposal, notes = revise(state.reviews[-1])
+        return {"proposal": proposal, "proposal_notes": [*state.proposal_notes, *notes]}
     ctx = RuleContext.from_state(state, thresholds)
     findings = run_rules(ctx)
     findings, remembered = with_persistence(findings, state.remembered, state.observation.now)
-    return {"findings": findings, "health": health_of(findings, ctx), "remembered": remembered, "proposal": None}
+    proposal, notes = propose(ctx, findings)
+    return {
+        "findings": findings,
+        "health": health_of(findings, ctx),
+        "remembered": remembered,
+        "proposal": proposal,
+        "proposal_notes": notes,
+    }
+
+
+def revising(state: CheckinState) -> bool:
+    """Back from a review that rejected this check-in's proposal."""
+    return bool(state.reviews) and not state.reviews[-1].agreed and state.reviews[-1].proposal == state.proposal
 
 
 def with_persistence(

@@ -7,16 +7,19 @@ SIGINT is held off while the entry is appended: Ctrl-C never leaves half an entr
 from __future__ import annotations
 
 import math
+import re
 import signal
 import statistics
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from functools import cache
 from pathlib import Path
 
 import jinja2
 
+from rlagent.agents.llm_runtime import llm_line
 from rlagent.graph.state import CheckinState, Finding, MetricHistory, Observation, RunConfig
 from rlagent.tools.statusfile import append_entry, entry_marker
 from rlagent.tools.textfmt import fmt, pct, sparkline
@@ -41,6 +44,8 @@ def templates() -> jinja2.Environment:
         autoescape=False,  # markdown, not HTML; untrusted text goes through md_code
     )
     env.filters["md_code"] = md_code
+    env.filters["fence"] = fence
+    env.filters["plain"] = plain
     return env
 
 
@@ -49,6 +54,18 @@ def md_code(text: str, limit: int = 300) -> str:
     flat = " ⏎ ".join(part.strip() for part in str(text).splitlines() if part.strip())
     flat = flat.replace("`", "'")
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def fence(text: str, indent: int = 0) -> str:
+    """Text quoted word for word in a fenced block (longer fence than any backtick run in it)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    ticks, pad = "`" * max(3, longest + 1), " " * indent
+    return f"{pad}{ticks}\n{pad}{text}\n{pad}{ticks}"
+
+
+def plain(text: str) -> str:
+    """Untrusted text for a terminal: control characters (escape sequences) removed."""
+    return re.sub(r"[\x00-\x08\x0b-\x1f\x7f]", "", str(text))
 
 
 def make_writer(deps: WriterDeps) -> Callable[[CheckinState], dict]:
@@ -104,6 +121,14 @@ def render_entry(state: CheckinState, obs: Observation, marker: str) -> str:
             groups=[g for g in obs.warning_groups if g.level != "STDERR"][:8],
             notes=notes[:12],
             evidence_limit=EVIDENCE_LIMIT,
+            proposal=state.proposal,
+            reviews=state.reviews,
+            proposal_notes=state.proposal_notes,
+            gate=state.gate,
+            expires=obs.now + timedelta(seconds=state.gate.expiry_s),
+            run_dir=state.run.run_dir,
+            llm_notes=state.llm.notes if state.llm else [],
+            llm_line=llm_line(state.llm),
             marker=marker,
         )
     )

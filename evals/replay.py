@@ -47,6 +47,8 @@ class CheckinResult(BaseModel):
     gated: bool = False
     """... with the review team's agreement and a person's approval."""
     status_entry: str = ""
+    llm: dict | None = None
+    """Claude's use in this check-in (the report's `llm` field), when the LLM path ran."""
 
     @property
     def ids(self) -> set[str]:
@@ -121,18 +123,19 @@ def gate(state: CheckinState) -> tuple[bool, bool]:
     return reached, agreed and approved
 
 
-def replay(fixture: Fixture | Path, *, workdir: Path | None = None) -> ReplayResult:
+def replay(fixture: Fixture | Path, *, workdir: Path | None = None, llm=None) -> ReplayResult:
     """Replay every scheduled check-in of a fixture; the working copy and state home live in
-    `workdir` (kept) or a temporary directory (removed)."""
+    `workdir` (kept) or a temporary directory (removed). `llm` (an LLMRuntime) runs the Claude
+    path too; by default the replay is the deterministic rules alone."""
     if not isinstance(fixture, Fixture):
         fixture = load_fixture(Path(fixture))
     if workdir is not None:
-        return _replay(fixture, Path(workdir))
+        return _replay(fixture, Path(workdir), llm)
     with tempfile.TemporaryDirectory(prefix="rlagent-replay-") as tmp:
-        return _replay(fixture, Path(tmp))
+        return _replay(fixture, Path(tmp), llm)
 
 
-def _replay(fixture: Fixture, base: Path) -> ReplayResult:
+def _replay(fixture: Fixture, base: Path, llm=None) -> ReplayResult:
     from zoneinfo import ZoneInfo
 
     from rlagent.graph.runner import Monitor, build_report  # heavy: LangGraph
@@ -152,6 +155,7 @@ def _replay(fixture: Fixture, base: Path) -> ReplayResult:
         offline=True,
         write=True,
         log_timezone=case.log_timezone,
+        llm=llm,
     )
     results: list[CheckinResult] = []
     try:
@@ -173,6 +177,7 @@ def _replay(fixture: Fixture, base: Path) -> ReplayResult:
                     reached_launcher=reached,
                     gated=gated,
                     status_entry=report["status_entry"],
+                    llm=report.get("llm"),
                 )
             )
     finally:

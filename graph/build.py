@@ -1,8 +1,11 @@
 """Wiring of the check-in graph. Nodes live in rlagent.agents; routers here are pure functions.
 
-collector -> diagnostician -> [team_review] -> writer -> [launcher]
-The review and launcher nodes arrive with their own issue; until a proposal exists the
-routers send every check-in past them.
+collector -> [launch_probe] -> diagnostician -> [team_review] -> writer -> [launcher]
+                                    ^----- once, when rejected ---'
+- team_review runs only when a proposal exists; a rejection goes back to the diagnostician once
+  (revise or withdraw); a second rejection ends it.
+- launcher (the `interrupt()` gate) runs only for a proposal the review team agreed on, with a
+  command built, when the check-in's gate asks a person (not `--approve never`, not offline).
 """
 
 from __future__ import annotations
@@ -13,9 +16,12 @@ from typing import Literal
 
 from langgraph.graph import END, START, StateGraph
 
+from rlagent.graph.actions import ApprovalMode
 from rlagent.graph.state import CheckinState
 
 Node = Callable[[CheckinState], dict]
+MAX_REVIEW_ROUNDS = 2
+"""A proposal and one revision."""
 
 
 def route_after_diagnosis(state: CheckinState) -> Literal["team_review", "writer"]:
@@ -23,10 +29,25 @@ def route_after_diagnosis(state: CheckinState) -> Literal["team_review", "writer
     return "team_review" if state.proposal is not None else "writer"
 
 
+def route_after_review(state: CheckinState) -> Literal["diagnostician", "writer"]:
+    """Agreed, or rejected twice: write it down. Rejected once: the diagnostician may revise."""
+    last = state.reviews[-1] if state.reviews else None
+    if last is None or last.agreed or len(state.reviews) >= MAX_REVIEW_ROUNDS:
+        return "writer"
+    return "diagnostician"
+
+
 def route_after_writer(state: CheckinState) -> Literal["launcher", "__end__"]:
-    """Only a proposal the review team agreed on goes on to the (gated) launcher."""
-    proposal = state.proposal or {}
-    return "launcher" if proposal.get("review_agreed") is True else "__end__"
+    """Only an agreed proposal with an exact command goes to the gate, and only when it asks."""
+    last = state.reviews[-1] if state.reviews else None
+    agreed = (
+        state.proposal is not None
+        and last is not None
+        and last.agreed
+        and last.proposal == state.proposal
+        and last.plan.send is not None
+    )
+    return "launcher" if agreed and state.gate.mode is ApprovalMode.ASK else "__end__"
 
 
 @dataclass(frozen=True)
@@ -36,6 +57,8 @@ class Nodes:
     writer: Node
     team_review: Node | None = None
     launcher: Node | None = None
+    launch_probe: Node | None = None
+    """Live check-ins: remembers the run's launch command while its processes are alive."""
 
 
 def build_graph(nodes: Nodes, checkpointer=None):
@@ -44,11 +67,16 @@ def build_graph(nodes: Nodes, checkpointer=None):
     graph.add_node("diagnostician", nodes.diagnostician)
     graph.add_node("writer", nodes.writer)
     graph.add_edge(START, "collector")
-    graph.add_edge("collector", "diagnostician")
+    if nodes.launch_probe is not None:
+        graph.add_node("launch_probe", nodes.launch_probe)
+        graph.add_edge("collector", "launch_probe")
+        graph.add_edge("launch_probe", "diagnostician")
+    else:
+        graph.add_edge("collector", "diagnostician")
     review = "writer"
     if nodes.team_review is not None:
         graph.add_node("team_review", nodes.team_review)
-        graph.add_edge("team_review", "writer")
+        graph.add_conditional_edges("team_review", route_after_review, {"diagnostician": "diagnostician", "writer": "writer"})
         review = "team_review"
     # Without a review node a proposal cannot be acted on: it is only written down.
     graph.add_conditional_edges("diagnostician", route_after_diagnosis, {"team_review": review, "writer": "writer"})

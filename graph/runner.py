@@ -2,29 +2,80 @@
 
 A check-in is persisted once, at its end (durability "exit"); a check-in that crashed is
 simply done again with the same number, and STATUS.md entry ids make that safe.
+
+A check-in that reached the approval gate stops at the launcher's `interrupt()` and stays
+pending in the store until a person answers (`decide`, from this process or another one) or it
+expires. No new check-in starts on the run meanwhile: starting one would discard the pending
+decision (LangGraph drops an interrupt when new input arrives on its thread).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
+from langgraph.types import Command
 from loguru import logger
 
 from rlagent.agents.collector import CollectorDeps, make_collector
+from rlagent.agents.command_plan import PlanDeps, make_launch_probe
 from rlagent.agents.diagnostician import make_diagnostician
+from rlagent.agents.launcher import LauncherDeps, make_launcher
+from rlagent.agents.llm_runtime import LLMRuntime, llm_report, with_llm_record
+from rlagent.agents.review import ReviewDeps, Reviewer, default_reviewers, make_team_review
+from rlagent.agents.review.claude_team import claude_team
 from rlagent.agents.rules.thresholds import Thresholds
 from rlagent.agents.writer import WriterDeps, make_writer
+from rlagent.graph.actions import ApprovalMode, ApprovalRequest, Decision, Gate, TmuxTarget
 from rlagent.graph.build import Nodes, build_graph
 from rlagent.graph.state import CheckinState, RunInfo
 from rlagent.graph.store import connect, prune_checkpoints, run_key, run_lock, state_dir
+from rlagent.tools import journal
 from rlagent.tools.dayclock import local_tz
 
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class ActionConfig:
+    """How far a monitor may go beyond writing STATUS.md (default: observe only)."""
+
+    approve: ApprovalMode = ApprovalMode.NEVER
+    target: TmuxTarget = field(default_factory=TmuxTarget)
+    launch_command: str | None = None
+    decision_expiry_s: float = 7200.0
+    verify_timeout_s: float = 600.0
+    verify_poll_s: float = 2.0
+    max_restarts_per_day: int = 3
+    reviewers: list[Reviewer] | None = None
+    """The review team; None is the rules team. Claude personas plug in here."""
+    notify: Callable[[str], None] = field(default=_quiet)
+    """Progress lines of a send and its verification, for the person who approved."""
+
+
+class DecisionPending(Exception):
+    """A check-in waits at the approval gate; nothing else happens on the run until it is answered."""
+
+    def __init__(self, request_id: str, request: ApprovalRequest) -> None:
+        super().__init__(
+            f"check-in #{request.checkin} awaits a decision on: {request.headline} "
+            f"(expires {request.expires_at:%Y-%m-%d %H:%M} UTC); answer with `rlagent approve RUN_DIR --yes` or `--no`"
+        )
+        self.request_id = request_id
+        self.request = request
+
+
+class NothingPending(Exception):
+    """An answer arrived for a decision that is no longer pending (answered elsewhere, expired)."""
 
 
 class Monitor:
@@ -42,6 +93,8 @@ class Monitor:
         probe_timeout_s: float = 2.0,
         clock: Callable[[], datetime] = utc_now,
         nodes: Nodes | None = None,
+        actions: ActionConfig | None = None,
+        llm: LLMRuntime | None = None,
     ) -> None:
         from langgraph.checkpoint.sqlite import SqliteSaver  # heavy: imported only when checking in
 
@@ -59,10 +112,37 @@ class Monitor:
             probe_timeout_s=probe_timeout_s,
         )
         self._writer_deps = WriterDeps(run_key=self.key, write=write)
+        self.actions = actions or ActionConfig()
+        self.gate = self._gate(offline)
+        thresholds = thresholds or Thresholds()
+        self.llm = llm
+        reviewers = self.actions.reviewers or default_reviewers(self.actions.max_restarts_per_day)
+        team_review = make_team_review(
+            ReviewDeps(
+                reviewers=claude_team(reviewers, llm) if llm is not None else reviewers,
+                planning=PlanDeps(target=self.actions.target, launch_command=self.actions.launch_command, live=not offline),
+            )
+        )
         self.nodes = nodes or Nodes(
             collector=make_collector(self._deps),
-            diagnostician=make_diagnostician(thresholds or Thresholds()),
+            diagnostician=make_diagnostician(thresholds, llm),
             writer=make_writer(self._writer_deps),
+            team_review=with_llm_record(team_review, llm) if llm is not None and llm.enabled else team_review,
+            # Always wired, so any monitor can resume a decision left pending; the router decides
+            # from the check-in's gate whether a new one goes there.
+            launcher=make_launcher(
+                LauncherDeps(
+                    journal_dir=self.dir,
+                    run_key=self.key,
+                    clock=clock,
+                    verify_timeout_s=self.actions.verify_timeout_s,
+                    verify_poll_s=self.actions.verify_poll_s,
+                    required_roles=tuple(thresholds.required_roles),
+                    write=write,
+                    notify=self.actions.notify,
+                )
+            ),
+            launch_probe=None if offline else make_launch_probe(),
         )
         self.graph = build_graph(self.nodes, self.saver)
         self.saver.setup()
@@ -70,9 +150,66 @@ class Monitor:
         self._known_checkin = 0
         self.config = {"configurable": {"thread_id": self.key}}
 
+    def _gate(self, offline: bool) -> Gate:
+        expiry = self.actions.decision_expiry_s
+        if offline:
+            return Gate(mode=ApprovalMode.NEVER, expiry_s=expiry, why_not="offline check of a recorded run")
+        if self.actions.approve is ApprovalMode.NEVER:
+            return Gate(mode=ApprovalMode.NEVER, expiry_s=expiry, why_not="observe only (--approve never)")
+        return Gate(mode=ApprovalMode.ASK, expiry_s=expiry)
+
     def state(self) -> CheckinState | None:
         values = self.graph.get_state(self.config).values
         return CheckinState.model_validate(values) if values else None
+
+    def pending(self) -> tuple[str, ApprovalRequest] | None:
+        """(interrupt id, request) of the decision this run waits for, if any."""
+        for pending in self.graph.get_state(self.config).interrupts:
+            return pending.id, ApprovalRequest.model_validate(pending.value)
+        return None
+
+    def decide(self, approved: bool, by: str, request_id: str, how: str = "prompt") -> CheckinState:
+        """Answer the pending decision `request_id` (the one the person saw). Yes sends the command
+        and verifies it (bounded), then appends the follow-up entry; No closes it."""
+        with run_lock(self.dir):
+            found = self.pending()
+            if found is None:
+                raise NothingPending("no decision is pending for this run (answered elsewhere, or expired)")
+            if found[0] != request_id:
+                raise NothingPending("the pending decision is not the one shown (it changed meanwhile); look again")
+            decision = Decision(approved=approved, by=by, at=self.clock(), how=how, request_id=request_id)
+            return self._resume(decision)
+
+    def expire_if_due(self) -> CheckinState | None:
+        """Close a pending decision whose time is up (as No; nothing sent); the state if it did."""
+        with run_lock(self.dir):
+            found = self.pending()
+            if found is None or self.clock() < found[1].expires_at:
+                return None
+            return self._resume(Decision(approved=False, by="nobody", at=self.clock(), how="expired", request_id=found[0]))
+
+    def _resume(self, decision: Decision) -> CheckinState:
+        result = self.graph.invoke(Command(resume=decision.model_dump(mode="json")), self.config, durability="exit")
+        prune_checkpoints(self.conn, self.key)
+        state = CheckinState.model_validate(result)
+        self._known_head, self._known_checkin = self._head(), state.checkin
+        return state
+
+    def _settle_pending(self) -> None:
+        """Before a new check-in: finish a send that already went out, close an expired decision,
+        or refuse (DecisionPending) while a person may still answer."""
+        found = self.pending()
+        if found is None:
+            return
+        request_id, request = found
+        sent = journal.recall(self.dir, request.checkin)
+        if sent and sent.get("command") == request.command:
+            logger.warning("check-in #{}: the command was already sent; verifying it again", request.checkin)
+            self._resume(Decision.model_validate(sent["decision"]))
+        elif self.clock() >= request.expires_at:
+            self._resume(Decision(approved=False, by="nobody", at=self.clock(), how="expired", request_id=request_id))
+        else:
+            raise DecisionPending(request_id, request)
 
     def check_in(self, now: datetime | None = None) -> CheckinState:
         """Run one check-in; `now` fixes the time of an offline check-in (replays)."""
@@ -81,6 +218,7 @@ class Monitor:
             if self._head() != self._known_head:  # first check-in of this process, or another monitor wrote
                 self._finish_interrupted()
                 self._known_checkin = int((self.graph.get_state(self.config).values or {}).get("checkin", 0))
+            self._settle_pending()
             update = {
                 "run": self.run,
                 "checkin": self._known_checkin + 1,
@@ -88,6 +226,10 @@ class Monitor:
                 "findings": [],
                 "health": None,
                 "proposal": None,
+                "proposal_notes": [],
+                "reviews": [],
+                "launch": None,
+                "gate": self.gate,
                 "status_entry": "",
                 "written": False,
                 "now_override": now,
@@ -120,8 +262,8 @@ class Monitor:
         self.conn.close()
 
 
-def build_report(state: CheckinState) -> dict:
-    """The JSON report (DESIGN.md interfaces)."""
+def build_report(state: CheckinState, pending: ApprovalRequest | None = None) -> dict:
+    """The JSON report (DESIGN.md interfaces); `pending` is the decision the check-in waits for."""
     obs = state.observation
     assert obs is not None
     step = obs.trainer_step if obs.trainer_step is not None else obs.orchestrator_step
@@ -135,12 +277,19 @@ def build_report(state: CheckinState) -> dict:
         "max_steps": state.config.max_steps,
         "health": state.health.value if state.health else None,
         "findings": [
-            f.model_dump(mode="json", include={"id", "severity", "category", "summary", "evidence", "first_step", "last_step"})
+            f.model_dump(
+                mode="json", include={"id", "severity", "category", "summary", "evidence", "first_step", "last_step", "source"}
+            )
             for f in state.findings
         ],
-        "proposal": state.proposal,
+        "proposal": state.proposal.model_dump(mode="json") if state.proposal else None,
+        "proposal_notes": state.proposal_notes,
+        "reviews": [r.model_dump(mode="json") for r in state.reviews],
+        "pending": pending.model_dump(mode="json") if pending else None,
+        "launch": state.launch.model_dump(mode="json") if state.launch else None,
         "status_entry": state.status_entry,
         "written": state.written,
         "notes": obs.notes,
         "samples": [r.model_dump(mode="json") for r in obs.rollouts],
+        "llm": llm_report(state.llm),
     }

@@ -14,6 +14,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from rlagent.graph.actions import DispatchRecord, Gate, LaunchCommand, LaunchOutcome, Proposal, Review
+from rlagent.tools.llm_budget import LLMRecord
+
 Process = Literal["trainer", "orchestrator"]
 
 
@@ -146,6 +149,16 @@ class MetricHistory(BaseModel):
     evals: list[EvalPoint] = Field(default_factory=list)
     step_seen_at: dict[str, datetime] = Field(default_factory=dict)
     """`process` -> wall time of the line with its newest step."""
+    event_counts: dict[str, dict[str, dict[int, int]]] = Field(default_factory=dict)
+    """log file -> event kind -> step -> classified lines, uncapped (events themselves are
+    kept bounded): rates such as env errors per rollout need the true counts."""
+
+    def event_count(self, kind: str, first_step: int, last_step: int, process: str) -> int | None:
+        """Lines of `kind` in [first_step, last_step] from the logs of `process`; None if none carry steps."""
+        counts = [c for f, kinds in self.event_counts.items() if _log_process(f) == process for c in [kinds.get(kind, {})]]
+        if not counts:
+            return None
+        return sum(n for c in counts for s, n in c.items() if first_step <= s <= last_step)
 
     def table(self, process: Process) -> dict[int, dict[str, float]]:
         return self.trainer if process == "trainer" else self.orchestrator
@@ -153,7 +166,7 @@ class MetricHistory(BaseModel):
     def series(self, process: Process, metric: str) -> list[tuple[int, float]]:
         """(step, value) in step order; NaN/inf values are kept, missing ones are skipped."""
         table = self.table(process)
-        return [(s, table[s][metric]) for s in sorted(table) if metric in table[s]]
+        return sorted((s, row[metric]) for s, row in table.items() if metric in row)
 
     def finite_series(self, process: Process, metric: str) -> list[tuple[int, float]]:
         return [(s, v) for s, v in self.series(process, metric) if math.isfinite(v)]
@@ -164,6 +177,11 @@ class MetricHistory(BaseModel):
     def last_step(self, process: Process) -> int | None:
         table = self.table(process)
         return max(table) if table else None
+
+
+def _log_process(rel: str) -> str | None:
+    name = rel.rsplit("/", 1)[-1]
+    return "orchestrator" if name.startswith("orchestrator") else "trainer" if name.startswith("trainer") else None
 
 
 class ProcessInfo(BaseModel):
@@ -246,6 +264,8 @@ class Finding(BaseModel):
     """Check-in time when this finding was first reported and has persisted since."""
     checkins: int = 1
     """Consecutive check-ins that reported it."""
+    source: Literal["rules", "llm"] = "rules"
+    """Who found it: the rules, or Claude (with evidence rlagent checked on disk)."""
 
 
 class FindingRecord(BaseModel):
@@ -283,8 +303,25 @@ class CheckinState(BaseModel):
     """Layout L: newest rollouts step whose truncation/error fractions are in the history."""
     processes_seen: list[str] = Field(default_factory=list)
     """Process roles seen in earlier live check-ins (the run's own expected set)."""
-    proposal: dict | None = None
-    """The typed action proposed (the review and launcher issues fill this in)."""
+    proposal: Proposal | None = None
+    """The typed action proposed this check-in (graph/actions.py); None when nothing is."""
+    proposal_notes: list[str] = Field(default_factory=list)
+    """Why no action was proposed, or what a person could consider (never sent anywhere)."""
+    reviews: list[Review] = Field(default_factory=list)
+    """This check-in's review rounds (at most two: a proposal and one revision)."""
+    gate: Gate = Field(default_factory=Gate)
+    """Whether an agreed proposal is offered for a person's approval (set by the monitor)."""
+    launch: LaunchOutcome | None = None
+    """This check-in's decision and what was sent, once the gate was passed or closed."""
+    launch_seen: LaunchCommand | None = None
+    """The run's launch command as last found from its live processes (WANDB_ARGS); kept, because
+    after a crash no process is left to read it from."""
+    dispatches: list[DispatchRecord] = Field(default_factory=list)
+    """Commands rlagent sent to this run (restart budget, loop detection)."""
+    llm: LLMRecord | None = None
+    """This check-in's use of Claude (status, tokens, cost, its notes); None before the diagnostician."""
+    llm_log: list[LLMRecord] = Field(default_factory=list)
+    """Every check-in's LLM record (bounded): the run's token history and the daily cost cap."""
     status_entry: str = ""
     written: bool = False
     now_override: datetime | None = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -17,6 +18,7 @@ from loguru import logger
 from rich.console import Console
 
 from rlagent.config import ConfigError, Settings, load_settings
+from rlagent.graph.actions import ApprovalMode
 from rlagent.tools.layout import RunNotFound, discover_run
 
 app = typer.Typer(
@@ -36,6 +38,33 @@ ConfigOpt = Annotated[Path | None, typer.Option("--config", help="TOML settings 
 HomeOpt = Annotated[Path | None, typer.Option("--home", help="Where run state is kept [env RLAGENT_HOME].")]
 TzOpt = Annotated[str | None, typer.Option("--log-timezone", help="IANA zone of the run's log times (default: local).")]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Log timings and details to stderr.")]
+ApproveOpt = Annotated[
+    ApprovalMode | None,
+    typer.Option(
+        "--approve",
+        help="ask: offer an agreed restart/stop for your approval (prompt in a terminal, else pending for "
+        "`rlagent approve`); never: observe only (default: ask).",
+    ),
+]
+SessionOpt = Annotated[str | None, typer.Option("--session", help="tmux session of the run (default: prime-rl).")]
+SocketOpt = Annotated[str | None, typer.Option("--tmux-socket", help="tmux server socket name (tmux -L NAME).")]
+LaunchOpt = Annotated[
+    str | None, typer.Option("--launch-command", help="The run's own launch command, when rlagent cannot find it.")
+]
+
+
+class LLMMode(StrEnum):
+    AUTO = "auto"
+    CLAUDE = "claude"
+    OFF = "off"
+
+
+LlmOpt = Annotated[
+    LLMMode | None,
+    typer.Option(
+        "--llm", help="auto: Claude when ANTHROPIC_API_KEY is set; claude: Claude; off: the rules alone. [default: auto]"
+    ),
+]
 
 
 def _fail(message: str) -> None:
@@ -57,7 +86,17 @@ def _settings(config: Path | None, **flags: object) -> Settings:
         raise AssertionError from exc  # unreachable
 
 
-def _monitor(run_dir: Path, settings: Settings):
+def _llm(settings: Settings):
+    """The LLM runtime of this process (Claude on or off, and why); the SDK loads only on first use."""
+    from rlagent.agents.llm_runtime import LLMRuntime
+
+    runtime = LLMRuntime.from_settings(settings.llm)
+    if settings.llm.mode == "claude" and not runtime.enabled:
+        err.print(f"rlagent: warning: {runtime.choice.reason}; checking with the rules alone", markup=False)
+    return runtime
+
+
+def _monitor(run_dir: Path, settings: Settings, actions=None):
     from rlagent.graph.runner import Monitor
 
     try:
@@ -73,6 +112,8 @@ def _monitor(run_dir: Path, settings: Settings):
             thresholds=settings.thresholds,
             log_timezone=settings.log_timezone,
             probe_timeout_s=settings.probe_timeout_s,
+            actions=actions,
+            llm=_llm(settings),
         )
     except OSError as exc:
         _fail(f"state store under {settings.home}: {exc.strerror or exc}")
@@ -103,26 +144,58 @@ def check(
     config: ConfigOpt = None,
     home: HomeOpt = None,
     log_timezone: TzOpt = None,
+    approve: ApproveOpt = None,
+    session: SessionOpt = None,
+    tmux_socket: SocketOpt = None,
+    launch_command: LaunchOpt = None,
+    llm: LlmOpt = None,
     verbose: VerboseOpt = False,
 ) -> None:
     """One check-in now: diagnose the run and append an entry to its STATUS.md."""
     _setup_logging(verbose)
-    settings = _settings(config, offline=offline or None, write=False if no_write else None, home=home, log_timezone=log_timezone)
-    from rlagent.graph.runner import build_report
+    settings = _settings(
+        config,
+        offline=offline or None,
+        write=False if no_write else None,
+        home=home,
+        log_timezone=log_timezone,
+        approve=approve,
+        session=session,
+        tmux_socket=tmux_socket,
+        launch_command=launch_command,
+        llm={"mode": llm.value} if llm else None,
+    )
+    from rlagent.commands.approve import action_config, offer
+    from rlagent.graph.runner import DecisionPending, build_report
+    from rlagent.tools.approval import interactive
 
-    monitor = _monitor(run_dir, settings)
+    monitor = _monitor(run_dir, settings, actions=action_config(settings))
+    ask = interactive() and not as_json and settings.approve is ApprovalMode.ASK
     try:
-        report = build_report(monitor.check_in())
+        try:
+            state = monitor.check_in()
+        except DecisionPending as exc:
+            if as_json:  # stdout stays JSON: what is pending, and that no check-in was made
+                pending = {"run_dir": monitor.run.run_dir, "checkin": None, "pending": exc.request.model_dump(mode="json")}
+                sys.stdout.write(json.dumps(pending, indent=2) + "\n")
+                return
+            out.print(f"no new check-in: {exc}", markup=False)
+            offer(monitor, timeout_s=settings.seconds("approval_timeout"), interactive=ask, where="rlagent check")
+            return
+        found = monitor.pending()
+        report = build_report(state, found[1] if found else None)
+        if as_json:
+            sys.stdout.write(json.dumps(report, indent=2) + "\n")
+            return
+        out.print(summary_line(report))
+        if report["picked_from"]:
+            out.print(f"(newest run in {report['picked_from']}: {report['run_dir']})")
+        out.print()
+        out.print(report["status_entry"], markup=False)
+        if found:
+            offer(monitor, timeout_s=settings.seconds("approval_timeout"), interactive=ask, where="rlagent check")
     finally:
         monitor.close()
-    if as_json:
-        sys.stdout.write(json.dumps(report, indent=2) + "\n")
-        return
-    out.print(summary_line(report))
-    if report["picked_from"]:
-        out.print(f"(newest run in {report['picked_from']}: {report['run_dir']})")
-    out.print()
-    out.print(report["status_entry"], markup=False)
 
 
 @app.command()
@@ -135,6 +208,11 @@ def run(
     config: ConfigOpt = None,
     home: HomeOpt = None,
     log_timezone: TzOpt = None,
+    approve: ApproveOpt = None,
+    session: SessionOpt = None,
+    tmux_socket: SocketOpt = None,
+    launch_command: LaunchOpt = None,
+    llm: LlmOpt = None,
     verbose: VerboseOpt = False,
 ) -> None:
     """Check in at once, then once per cadence, until Ctrl-C (or --max-checks)."""
@@ -147,18 +225,34 @@ def run(
         write=False if no_write else None,
         home=home,
         log_timezone=log_timezone,
+        approve=approve,
+        session=session,
+        tmux_socket=tmux_socket,
+        launch_command=launch_command,
+        llm={"mode": llm.value} if llm else None,
     )
-    from rlagent.graph.runner import build_report
+    from rlagent.commands.approve import action_config, offer
+    from rlagent.graph.runner import DecisionPending, build_report
+    from rlagent.tools.approval import interactive
 
-    monitor = _monitor(run_dir, settings)
+    monitor = _monitor(run_dir, settings, actions=action_config(settings))
+    ask = interactive() and settings.approve is ApprovalMode.ASK
     interval = settings.cadence_seconds
     out.print(f"watching {monitor.run.run_dir} every {settings.cadence} (Ctrl-C to stop)")
     done = 0
     started = time.monotonic()
     try:
         while True:
-            report = build_report(monitor.check_in())
-            out.print(summary_line(report))
+            fresh = True
+            try:
+                report = build_report(monitor.check_in())
+                out.print(summary_line(report))
+            except DecisionPending as exc:
+                # No check-in while a person may still answer: a new one would drop the decision.
+                out.print(f"check-in skipped: {exc}", markup=False)
+                fresh = False
+            if (fresh or ask) and monitor.pending():
+                offer(monitor, timeout_s=settings.seconds("approval_timeout"), interactive=ask, where="rlagent run")
             done += 1
             if settings.max_checks is not None and done >= settings.max_checks:
                 break
@@ -172,6 +266,21 @@ def run(
 
 
 # Further commands live in rlagent/commands/, one module each, registered here.
+from rlagent.commands.evaluate import evaluate as _evaluate  # noqa: E402
+from rlagent.commands.replay import replay as _replay  # noqa: E402
+
+app.command(name="replay")(_replay)
+app.command(name="eval")(_evaluate)
+from rlagent.commands.approve import approve as _approve  # noqa: E402
+from rlagent.commands.demo import demo as _demo  # noqa: E402
+from rlagent.commands.status import status as _status  # noqa: E402
+
+app.command(name="approve")(_approve)
+app.command(name="status")(_status)
+app.command(name="demo")(_demo)
+from rlagent.commands.simulate import simulate as _simulate  # noqa: E402
+
+app.command(name="simulate")(_simulate)
 
 
 def main() -> None:

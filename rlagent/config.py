@@ -10,7 +10,10 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
 from rlagent.agents.rules.thresholds import Thresholds
+from rlagent.graph.actions import ApprovalMode
 from rlagent.graph.store import default_home
+from rlagent.tools.launch_command import CommandError, parse_launch_command
+from rlagent.tools.llm import LLMSettings
 from rlagent.tools.textfmt import parse_cadence
 
 
@@ -40,10 +43,51 @@ class Settings(BaseSettings):
     thresholds: Thresholds = Field(default_factory=Thresholds)
     """The rules' thresholds (findings.md starting values)."""
 
+    # --- Acting on the run (only ever after review and a person's approval) -------------------
+    approve: ApprovalMode = ApprovalMode.ASK
+    """`ask`: offer an agreed command for approval (a prompt in a terminal, else pending for
+    `rlagent approve`); `never`: observe only, never prompt, never send."""
+    session: str = "prime-rl"
+    """tmux session of the run (prime-rl's scripts/tmux.sh default); commands go to its `Launcher` window."""
+    tmux_socket: str | None = None
+    """tmux server socket name (`tmux -L NAME`); default: the default server."""
+    launch_command: str | None = None
+    """The run's own launch command (e.g. `uv run rl @ rl.toml --run.name x`), when rlagent cannot
+    find it (WANDB_ARGS of the run's processes, the Launcher pane, rl.sbatch). Never guessed."""
+    approval_timeout: str = "10m"
+    """How long the terminal prompt waits; no answer counts as No and the decision stays pending."""
+    decision_expiry: str = "2h"
+    """A pending decision expires (as No) after this."""
+    verify_timeout: str = "10m"
+    """How long a sent restart has to show the run back (processes, new attempt, step advancing)."""
+    max_restarts_per_day: int = Field(3, ge=0)
+    """The safety officer rejects a restart once this many were sent to the run in 24 h."""
+
+    # --- Claude (optional: the rules alone are complete and safe) ------------------------------
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    """Claude as diagnostician and reviewers: `--llm auto|claude|off`, `[llm]` in the TOML,
+    `RLAGENT_LLM__MODE` ... (model, timeouts, retry and check-in budgets, caps per check-in and day)."""
+
     @field_validator("cadence")
     @classmethod
     def _cadence_parses(cls, value: str) -> str:
         parse_cadence(value)
+        return value
+
+    @field_validator("approval_timeout", "decision_expiry", "verify_timeout")
+    @classmethod
+    def _duration_parses(cls, value: str) -> str:
+        parse_cadence(value)
+        return value
+
+    @field_validator("launch_command")
+    @classmethod
+    def _launch_command_parses(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                parse_launch_command(value)
+            except CommandError as exc:
+                raise ValueError(str(exc)) from exc
         return value
 
     @field_validator("log_timezone")
@@ -59,6 +103,10 @@ class Settings(BaseSettings):
     @property
     def cadence_seconds(self) -> int:
         return parse_cadence(self.cadence)
+
+    def seconds(self, name: str) -> int:
+        """A duration setting (`approval_timeout`, `decision_expiry`, `verify_timeout`) in seconds."""
+        return parse_cadence(getattr(self, name))
 
 
 def load_settings(config_file: Path | None = None, **flags: object) -> Settings:

@@ -28,6 +28,27 @@ def _hermetic(tmp_path, monkeypatch):
     """Every test gets its own state home and UTC log times."""
     monkeypatch.setenv("RLAGENT_HOME", str(tmp_path / "rlagent-home"))
     monkeypatch.setenv("TZ", "UTC")
+    # Claude is never reached from a test: a key in the developer's shell must not switch it on.
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+
+
+def pytest_recording_configure(config, vcr):
+    """Cassettes match a Messages API call by method, path and tool_choice: not by host and port
+    (a cassette recorded against the real API replays against the local stub's URL) and not by
+    body (a reworded prompt still replays); interactions play in recorded order, once each."""
+    import json
+
+    def messages_call(r1, r2):
+        def choice(request):
+            try:
+                return json.dumps(json.loads(request.body or b"{}").get("tool_choice"), sort_keys=True)
+            except ValueError:
+                return None
+
+        assert r1.method == r2.method and r1.path == r2.path and choice(r1) == choice(r2)
+
+    vcr.register_matcher("messages_call", messages_call)
 
 
 UTC_NOON = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)

@@ -21,9 +21,11 @@ import pytest
 
 from rlagent.evals.case import CaseError, Difficulty, load_case
 from rlagent.evals.fixture import CASE, FIXTURES, FixtureError, fixture_dirs, load_fixture
-from rlagent.evals.make_fixtures import TABLE, make
+from rlagent.evals.make_fixtures import TABLE, make, scenario_of
 from rlagent.evals.replay import ReplayResult, replay
 from rlagent.evals.scoring import explain, score_fixture, scoreboard
+from rlagent.evals.simulator import SCENARIOS
+from rlagent.evals.simulator.expectations import EXPECTATIONS
 
 RLAGENT = [sys.executable, "-m", "rlagent"]
 KNOWN_RULE_MISSES: dict[str, str] = {}
@@ -99,6 +101,10 @@ def test_the_fixture_set_covers_what_it_must():
         "truncation-l",
     } <= scenarios
     assert sorted(cases) == sorted(spec.slug for spec in TABLE), "a fixture folder without a TABLE row, or the reverse"
+    assert sorted(set(SCENARIOS) - scenarios) == [], "a simulator scenario without a fixture"
+    shown = {(sc.kind, sc.layout) for sc in map(scenario_of, TABLE)}
+    wanted = {(kind, layout) for kind, e in EXPECTATIONS.items() for layout in e.layouts}
+    assert sorted(wanted - shown) == [], "a failure kind without a fixture in a layout whose files show it"
 
 
 @pytest.mark.parametrize("path", ALL, ids=[p.name for p in ALL])
@@ -107,7 +113,9 @@ def test_fixtures_stay_small(path):
     assert size <= 1_200_000, f"{path.name}: {size / 1e6:.2f} MB"
 
 
-@pytest.mark.parametrize("slug", ["10_healthy-l-rotated-junk", "21_crash-oom-h-resumed"])
+@pytest.mark.parametrize(
+    "slug", ["10_healthy-l-rotated-junk", "21_crash-oom-h-resumed", "55_host-oom-h", "57_inference-unreachable-l"]
+)
 def test_fixtures_are_what_make_fixtures_makes(slug, tmp_path):
     """Re-made fixtures are byte-identical to the committed ones (stale after a simulator change:
     re-make with `python -m rlagent.evals.make_fixtures`)."""

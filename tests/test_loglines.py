@@ -96,3 +96,14 @@ def test_eval_lines_both_layouts():
     assert (h.env, h.step, h.score) == ("reverse-text", 50, 0.5123)
     lay = parse_eval_line("Evaluated math in 12.34s (Avg@4=0.3120, Pass@4=0.5000, Truncated: 2.0%)")
     assert (lay.env, lay.step, lay.score) == ("math", None, 0.312)
+
+
+def test_glog_lines_of_torch_and_torchrun_are_dated_heads():
+    watchdog = "[trainer0]:[rank0]:[E0824 14:26:12.609015433 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught collective"
+    head = parse_head(clean(watchdog.encode()))
+    assert head is not None and head.level == "ERROR" and head.seconds == 14 * 3600 + 26 * 60 + 12
+    assert head.message == "[Rank 0] Watchdog caught collective"
+    torchrun = "E0824 14:26:13.908960 45716 torch/distributed/elastic/multiprocessing/api.py:882] failed (exitcode: -6)"
+    head = parse_head(clean(torchrun.encode()))
+    assert head is not None and (head.level, head.message) == ("ERROR", "failed (exitcode: -6)")
+    assert parse_head("E0824 is not a glog line") is None

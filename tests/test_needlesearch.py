@@ -8,8 +8,23 @@ from hypothesis import strategies as st
 from rlagent.tools import needlesearch
 from rlagent.tools.logscan import NEEDLES
 
-WORDS = [b"INFO", b"WARNING", b"ERROR", b"Error", b"rror", b"SUCCESS", b"Step ", b"NCCL", b"finished", b"x" * 40, b" ",
-         b"Resuming", b"Evaluated", b"\xff\x00", b"\x1b[1m"]
+WORDS = [
+    b"INFO",
+    b"WARNING",
+    b"ERROR",
+    b"Error",
+    b"rror",
+    b"SUCCESS",
+    b"Step ",
+    b"NCCL",
+    b"finished",
+    b"x" * 40,
+    b" ",
+    b"Resuming",
+    b"Evaluated",
+    b"\xff\x00",
+    b"\x1b[1m",
+]
 
 
 def random_log(rng: random.Random, lines: int) -> bytes:

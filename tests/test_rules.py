@@ -1129,3 +1129,20 @@ def test_every_catalogued_id_has_a_rule_and_every_rule_id_is_catalogued():
     )
     assert set(re.findall(r'\bid="([a-z_]+)"', text)) <= set(FINDING_IDS)  # no rule emits an unknown id
     assert {i for i in FINDING_IDS if f'"{i}"' not in text} == set()  # every id has a rule
+
+
+def test_zero_advantage_from_a_reward_pinned_at_its_bound_when_nothing_else_says():
+    """Layout L logs no trainable fraction: a mean of exactly 0 means every rollout scored 0."""
+    run = healthy(2)
+    run.drop("orchestrator", "trainable")
+    run.set("orchestrator", "reward", lambda s: 0.0, steps=range(193, 201))
+    found = run.findings()["zero_advantage"]
+    assert (found.first_step, found.last_step) == (193, 200) and "pinned at 0" in found.summary
+    run.set("orchestrator", "reward", lambda s: -0.5 if s == 10 else run.orch[s]["reward"], steps=range(10, 11))
+    assert "zero_advantage" not in ids(run)  # rewards outside [0, 1]: a zero mean proves nothing
+
+
+def test_a_measured_trainable_fraction_wins_over_the_pinned_reward():
+    run = healthy(2)
+    run.set("orchestrator", "reward", lambda s: 0.0, steps=range(193, 201))
+    assert "zero_advantage" not in ids(run)  # trainable stays ~80 % in this run

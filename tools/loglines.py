@@ -11,8 +11,9 @@ import re
 from dataclasses import dataclass
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-# `[trainer0]:` from torchrun's tee; any `[name123]:` prefix as the multi-node sbatch strips it.
-RANK_PREFIX = re.compile(r"^\[[A-Za-z_]*\d*\]:")
+# `[trainer0]:` from torchrun's tee (and `[rank0]:` from torch's C++ logger after it); any
+# `[name123]:` prefix as the multi-node sbatch strips it.
+RANK_PREFIX = re.compile(r"^(?:\[[A-Za-z_]*\d*\]:)+")
 
 _LEVELS = "TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL"
 # loguru: `HH:mm:ss` + level right-aligned to 7 + message.
@@ -20,6 +21,9 @@ _LOGURU = re.compile(rf"^(\d\d):(\d\d):(\d\d) +({_LEVELS}) (.*)$", re.S)
 # vLLM / stdlib: `INFO 11-22 14:05:12 [file.py:12] msg`, optionally `(APIServer pid=1) ` first.
 _VLLM = re.compile(rf"^(?:\([^)]*\) )?({_LEVELS}) \d\d-\d\d (\d\d):(\d\d):(\d\d)(?:\.\d+)? (?:\[[^\]]*\] )?(.*)$", re.S)
 _JSON_TIME = re.compile(r"T(\d\d):(\d\d):(\d\d)")
+# glog (torch C++, torchrun): `E0824 14:26:12.609015 45716 api.py:882] msg`, optionally in brackets.
+_GLOG = re.compile(r"^\[?([IWEF])\d{4} (\d\d):(\d\d):(\d\d)\.\d+ +(?:\d+ +)?[^\]\s]+\] ?(.*)$", re.S)
+_GLOG_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
 
 MAX_MESSAGE = 2000
 
@@ -56,6 +60,10 @@ def parse_head(text: str) -> Head | None:
     if m:
         level, h, mi, s, message = m.groups()
         return Head(int(h) * 3600 + int(mi) * 60 + int(s), level, message[:MAX_MESSAGE])
+    m = _GLOG.match(text)
+    if m:
+        letter, h, mi, s, message = m.groups()
+        return Head(int(h) * 3600 + int(mi) * 60 + int(s), _GLOG_LEVELS[letter], message[:MAX_MESSAGE])
     return None
 
 

@@ -127,9 +127,10 @@ def _error_text(errors: Any) -> str | None:
 
 
 def l_step_fractions(run_dir: Path, after_step: int) -> dict[int, dict[str, float]]:
-    """Layout L: truncated and errored fractions per rollouts step newer than `after_step`.
+    """Layout L: truncated, errored and trainable (non-zero advantage) fractions per rollouts
+    step newer than `after_step`.
 
-    L's orchestrator step line has no truncation or error field; its rollouts file does.
+    L's orchestrator step line has no truncation, error or trainable field; its rollouts file does.
     """
     base = run_dir / "run_default/rollouts"
     if not base.is_dir():
@@ -140,7 +141,7 @@ def l_step_fractions(run_dir: Path, after_step: int) -> dict[int, dict[str, floa
         path = directory / "train_rollouts.jsonl"
         if not match or int(match.group(1)) <= after_step or not path.is_file():
             continue
-        truncated = errored = total = 0
+        truncated = errored = total = with_advantage = trainable = 0
         with open(path, "rb") as f:
             for raw in f.read(MAX_BYTES).splitlines():
                 try:
@@ -151,8 +152,15 @@ def l_step_fractions(run_dir: Path, after_step: int) -> dict[int, dict[str, floa
                     total += 1
                     truncated += bool(row.get("is_truncated"))
                     errored += bool(row.get("error"))
+                    advantage = row.get("advantage")
+                    if isinstance(advantage, int | float) and not isinstance(advantage, bool):
+                        with_advantage += 1
+                        trainable += advantage != 0  # a group whose rollouts all score alike teaches nothing
         if total:
-            out[int(match.group(1))] = {"truncation": truncated / total, "error": errored / total}
+            fractions = {"truncation": truncated / total, "error": errored / total}
+            if with_advantage:
+                fractions["trainable"] = trainable / with_advantage
+            out[int(match.group(1))] = fractions
     return out
 
 

@@ -170,7 +170,7 @@ def zero_advantage(ctx: RuleContext) -> Finding | None:
     ]
     steps = sorted({e.step for e in low if e.step is not None})
     if len(steps) < k:
-        return None
+        return _zero_advantage_from_pinned_reward(ctx)
     newest = low[-1]
     return Finding(
         id="zero_advantage",
@@ -183,6 +183,32 @@ def zero_advantage(ctx: RuleContext) -> Finding | None:
         evidence=cite_events(low),
         first_step=steps[0],
         last_step=steps[-1],
+    )
+
+
+def _zero_advantage_from_pinned_reward(ctx: RuleContext) -> Finding | None:
+    """Neither a trainable fraction nor the warning (layout L logs neither): a reward mean pinned at
+    exactly 0 or 1 means every rollout scored the bound (rewards lie in [0, 1]), so every group has
+    zero variance and nothing is trainable. Only when the run's rewards stay within [0, 1]."""
+    t = ctx.thresholds
+    points = ctx.series("orchestrator", "reward")
+    if ctx.series("orchestrator", "trainable") or not points or any(v < 0 or v > 1 for _, v in points):
+        return None
+    pinned = trailing(points, lambda v: v <= t.reward_constant_eps or v >= 1 - t.reward_constant_eps)
+    if len(pinned) < t.sustain_steps or len({round(v) for _, v in pinned}) != 1:
+        return None
+    s, v = pinned[-1]
+    return Finding(
+        id="zero_advantage",
+        severity=Severity.WARNING,
+        category=CAT,
+        summary=(
+            f"reward mean pinned at {fmt(v)} for {len(pinned)} steps (to step {s}): every rollout scores the same, "
+            "so every group has zero advantage and nothing is trainable"
+        ),
+        evidence=points_evidence("reward", pinned),
+        first_step=pinned[0][0],
+        last_step=s,
     )
 
 

@@ -2,7 +2,10 @@
 
 Per finding id: precision, recall, detection delay (check-ins and steps); overall: false alarms
 on healthy fixtures, health accuracy per check-in, ungated actions (must be 0) and wall time.
-Deterministic, no LLM. A fixture that cannot be replayed is listed with what is wrong while the
+Deterministic without an LLM (the default). `--llm claude` (or auto, with a key) replays the
+fixtures a second time with Claude as diagnostician and reviewers and prints its pass rate,
+tokens and cost next to the rules-only scoreboard; without a key that column is skipped, said
+so. A fixture that cannot be replayed is listed with what is wrong while the
 others still run; the exit status is 0 unless `--strict` (then 1 if a fixture could not be
 replayed or a must-pass one differs from its case).
 """
@@ -49,6 +52,9 @@ def evaluate(
         bool, typer.Option("--strict", help="Exit 1 if a fixture cannot be replayed or a must-pass one differs from its case.")
     ] = False,
     root: Annotated[Path | None, typer.Option("--root", help="Where the default fixture set lives.")] = None,
+    llm: Annotated[
+        str, typer.Option("--llm", help="off: rules only (deterministic); claude/auto: also score the Claude path.")
+    ] = "off",
 ) -> None:
     """Replay fixtures through the check-in graph and score the diagnoses."""
     from rlagent.evals.fixture import FIXTURES, FixtureError, fixture_dirs, load_fixture, resolve
@@ -88,13 +94,86 @@ def evaluate(
         if not score.passed:
             diffs[result.fixture] = explain(result, score)
     board = scoreboard(scores, errors, wall=time.perf_counter() - started)
+    claude = _claude_column(llm, [p for p in paths if p.name not in errors], tag) if llm != "off" else None
     if as_json:
-        sys.stdout.write(json.dumps(board.summary(), indent=2) + "\n")
+        summary = board.summary()
+        payload = summary if claude is None else {"rules": summary, "claude": claude}
+        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
     else:
         _print(board, diffs)
+        if claude is not None:
+            _print_claude(board, claude)
     failed = any(f.must_pass and not f.passed for f in board.fixtures)
     if strict and (errors or failed):
         raise typer.Exit(1)
+
+
+def _claude_column(mode: str, paths: list[Path], tag: list[str] | None) -> dict:
+    """Replay the same fixtures with Claude on; {"skipped": why} when no key is set."""
+    from rlagent.agents.llm_runtime import LLMRuntime
+    from rlagent.evals.fixture import FixtureError, load_fixture
+    from rlagent.evals.replay import replay
+    from rlagent.evals.scoring import score_fixture, scoreboard
+    from rlagent.tools.llm import LLMSettings
+    from rlagent.tools.llm_budget import summarise
+
+    if mode not in ("auto", "claude"):
+        err.print(f"[bold red]rlagent: error:[/] --llm must be off, auto or claude (got {mode!r})", markup=True)
+        raise typer.Exit(2)
+    runtime = LLMRuntime.from_settings(LLMSettings(mode=mode))
+    if not runtime.enabled:
+        return {"skipped": runtime.choice.reason}
+    started = time.perf_counter()
+    scores, records = [], []
+    for path in paths:
+        try:
+            fixture = load_fixture(path)
+        except FixtureError:
+            continue
+        if tag and fixture.case.difficulty.value not in tag:
+            continue
+        result = replay(fixture, llm=runtime)
+        scores.append(score_fixture(result))
+        records += [c.llm for c in result.checkins if c.llm]
+    board = scoreboard(scores, {}, wall=time.perf_counter() - started)
+    return {"model": runtime.model, "scoreboard": board.summary(), "usage": summarise(records)}
+
+
+def _print_claude(rules: Scoreboard, claude: dict) -> None:
+    out.print()
+    if "skipped" in claude:
+        out.print(f"LLM column skipped: {claude['skipped']}", markup=False)
+        return
+    board, usage = claude["scoreboard"], claude["usage"]
+    rules_summary = rules.summary()
+    out.print(f"Claude ({claude['model']}) next to the rules alone:", markup=False)
+    for line in _rows(
+        ("", "fixtures as expected", "recall", "precision", "false alarms", "health accuracy"),
+        [
+            (
+                "rules",
+                f"{rules_summary['passed']}/{rules_summary['fixtures']}",
+                _num(rules_summary["recall"]),
+                _num(rules_summary["precision"]),
+                str(rules_summary["false_alarms_on_healthy"]),
+                _num(rules_summary["health_accuracy"], 3),
+            ),
+            (
+                "claude",
+                f"{board['passed']}/{board['fixtures']}",
+                _num(board["recall"]),
+                _num(board["precision"]),
+                str(board["false_alarms_on_healthy"]),
+                _num(board["health_accuracy"], 3),
+            ),
+        ],
+    ):
+        out.print(line, markup=False)
+    out.print(
+        f"tokens: {usage['input_tokens']} in ({usage['cache_share']:.0%} from cache), {usage['output_tokens']} out; "
+        f"{usage['calls']} calls over {usage['checkins']} check-ins; cost ${usage['cost_usd']:.2f}",
+        markup=False,
+    )
 
 
 def _rows(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:

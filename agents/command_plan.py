@@ -1,0 +1,109 @@
+"""The exact command for a proposal, built before review so the reviewers judge what would be sent.
+
+The launch command is looked up in a fixed order (tools.launch_source) and never guessed; when
+no source has it, the plan says so and asks the person to set `--launch-command`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from rlagent.graph.actions import ActionKind, CommandPlan, LaunchCommand, LaunchSource, TmuxTarget
+from rlagent.graph.state import CheckinState
+from rlagent.tools import launch_source
+from rlagent.tools.checkpoints import checkpoint_parts, newest_complete
+from rlagent.tools.launch_command import CommandError, build_argv, command_line, parse_launch_command
+from rlagent.tools.tmux import TmuxError, open_launcher
+
+ASK_FOR_IT = (
+    "the run's launch command was not found: set it with --launch-command '...' (or launch_command in the config); "
+    "rlagent never guesses it"
+)
+
+
+@dataclass(frozen=True)
+class PlanDeps:
+    target: TmuxTarget
+    launch_command: str | None = None
+    """A person's `--launch-command` / config `launch_command`: the first source."""
+    live: bool = True
+    """May look at processes and the tmux pane (not for an offline, recorded run)."""
+
+
+def find_launch_command(state: CheckinState, deps: PlanDeps) -> tuple[LaunchCommand | None, list[str]]:
+    """(the launch command, what was tried without success)."""
+    tried: list[str] = []
+    if deps.launch_command:
+        try:
+            argv = parse_launch_command(deps.launch_command)
+        except CommandError as exc:
+            return None, [f"--launch-command / launch_command: {exc}"]
+        return LaunchCommand(argv=argv, source=LaunchSource.CONFIG, detail="--launch-command / config launch_command"), tried
+    processes = state.observation.live.processes if state.observation else None
+    if processes:
+        found = launch_source.from_processes([p.pid for p in processes])
+        if found:
+            return found, tried
+    if state.launch_seen is not None:
+        seen = state.launch_seen
+        return seen.model_copy(update={"detail": f"{seen.detail}, read while the run was alive"}), tried
+    tried.append("WANDB_ARGS: no live untitled process of the run to read it from (setproctitle hides the titled ones')")
+    if deps.live:
+        try:
+            lines = open_launcher(deps.target).lines()
+            found = launch_source.from_pane_history(lines, state.run.name, state.run.run_dir)
+            if found:
+                return found, tried
+            tried.append(f"{deps.target.describe()} history: no prompt line launching this run")
+        except TmuxError as exc:
+            tried.append(f"Launcher pane history: {exc}")
+    found = launch_source.from_sbatch(Path(state.run.run_dir))
+    if found:
+        return found, tried
+    tried.append("rl.sbatch: none in the run dir")
+    return None, tried
+
+
+def plan_command(state: CheckinState, deps: PlanDeps) -> CommandPlan:
+    proposal = state.proposal
+    assert proposal is not None, "a plan is made for a proposal"
+    if proposal.action is ActionKind.STOP:
+        return CommandPlan(target=deps.target, send="C-c", keys=True)
+    launch, tried = find_launch_command(state, deps)
+    if launch is None:
+        return CommandPlan(
+            target=deps.target, problem=f"the run's launch command was not found ({'; '.join(tried)}); {ASK_FOR_IT}"
+        )
+    run = state.run
+    resume = newest_complete(checkpoint_parts(Path(run.run_dir), run.layout, newest=10**6))
+    if resume is None:
+        return CommandPlan(target=deps.target, launch=launch, problem="no complete checkpoint to resume from")
+    try:
+        argv = build_argv(
+            launch.argv,
+            layout=run.layout.value,
+            run_dir=run.run_dir,
+            run_name=run.name,
+            resume_step=resume,
+            overrides=proposal.overrides,
+            max_steps=state.config.max_steps,
+        )
+    except CommandError as exc:
+        return CommandPlan(target=deps.target, launch=launch, resume_step=resume, problem=str(exc))
+    return CommandPlan(target=deps.target, launch=launch, send=command_line(argv), argv=argv, resume_step=resume)
+
+
+def make_launch_probe() -> Callable[[CheckinState], dict]:
+    """A node that remembers the launch command while the run is alive (after a crash no process
+    is left to read WANDB_ARGS from)."""
+
+    def launch_probe(state: CheckinState) -> dict:
+        processes = state.observation.live.processes if state.observation else None
+        if not processes:
+            return {}
+        found = launch_source.from_processes([p.pid for p in processes])
+        return {"launch_seen": found} if found is not None and found != state.launch_seen else {}
+
+    return launch_probe

@@ -1,0 +1,76 @@
+"""`rlagent status RUN_DIR`: the run's last check-in and the decision it waits for, from the
+state store alone (no new check-in, nothing probed, nothing sent)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from rlagent.commands.approve import out, pending_hint
+
+
+def status(
+    run_dir: Annotated[Path, typer.Argument(help="A prime-rl run directory watched by rlagent.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print it as JSON.")] = False,
+    config: Annotated[Path | None, typer.Option("--config", help="TOML settings file.")] = None,
+    home: Annotated[Path | None, typer.Option("--home", help="Where run state is kept (env RLAGENT_HOME).")] = None,
+) -> None:
+    """Show the last check-in and any decision pending for the run."""
+    from rlagent import cli
+    from rlagent.agents.launcher import render_request
+    from rlagent.agents.llm_runtime import day_usage, llm_line, llm_report, usage_text
+
+    settings = cli._settings(config, home=home)
+    monitor = cli._monitor(run_dir, settings)
+    try:
+        state, found = monitor.state(), monitor.pending()
+    finally:
+        monitor.close()
+    request = found[1] if found else None
+    if as_json:
+        report = {
+            "run_dir": monitor.run.run_dir,
+            "checkin": state.checkin if state else 0,
+            "health": state.health.value if state and state.health else None,
+            "pending": request.model_dump(mode="json") if request else None,
+            "launch": state.launch.model_dump(mode="json") if state and state.launch else None,
+            "dispatches": [d.model_dump(mode="json") for d in state.dispatches] if state else [],
+            "llm": llm_report(state.llm) if state else None,
+            "llm_day": day_usage(state.llm_log, state.llm.at).model_dump() if state and state.llm else None,
+        }
+        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+        return
+    out.print(f"run {monitor.run.run_dir} (layout {monitor.run.layout.value})", markup=False)
+    if state is None or state.observation is None:
+        out.print("no check-in yet")
+        return
+    obs = state.observation
+    step = obs.trainer_step if obs.trainer_step is not None else obs.orchestrator_step
+    findings = ", ".join(f"{f.id} ({f.severity.value})" for f in state.findings) or "no findings"
+    health = state.health.value if state.health else "n/a"
+    out.print(f"last check-in #{state.checkin} at {obs.now:%Y-%m-%d %H:%M} UTC: {health}, step {step}; {findings}", markup=False)
+    out.print(llm_line(state.llm), markup=False)
+    if state.llm is not None and state.llm.status != "off":
+        out.print(f"LLM that day (UTC): {usage_text(day_usage(state.llm_log, state.llm.at))}", markup=False)
+    if state.launch is not None:
+        launch = state.launch
+        out.print(f"its decision: {launch.status.value} ({launch.note})", markup=False)
+    for record in state.dispatches[-3:]:
+        verified = {True: "verified", False: "not verified", None: "unverified"}[record.verified]
+        out.print(f"sent: {record.action.value} at {record.sent_at:%Y-%m-%d %H:%M} UTC ({verified})", markup=False)
+    if request is None:
+        out.print("nothing pending")
+        return
+    left = (request.expires_at - datetime.now(UTC)).total_seconds()
+    out.print()
+    out.print(render_request(request, monitor.run.run_dir), markup=False)
+    out.print()
+    if left <= 0:
+        out.print("this decision has expired; the next check-in or `rlagent approve` closes it (nothing sent)")
+    else:
+        out.print(f"{pending_hint(request, monitor.run.run_dir)} ({left / 60:.0f} min left)", markup=False)

@@ -1,0 +1,55 @@
+"""The interactive yes/no prompt for a person's approval: default No, bounded by a timeout.
+
+Reads the answer straight from the file descriptor with `select`, so the timeout holds even on a
+terminal in canonical mode and nothing is left half-read in Python's stdin buffer.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import sys
+import time
+from enum import StrEnum
+from typing import TextIO
+
+
+class Answer(StrEnum):
+    YES = "yes"
+    NO = "no"
+    TIMEOUT = "timeout"
+
+
+def interactive(stream: TextIO | None = None) -> bool:
+    """A person can answer: stdin is a terminal."""
+    stream = stream or sys.stdin
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def ask(question: str, *, timeout_s: float, stdin: TextIO | None = None, stdout: TextIO | None = None) -> Answer:
+    """Print `question [y/N]` and wait at most `timeout_s` for a line. Only `y`/`yes` is yes; an
+    empty line, anything else or end of input is no; silence until the timeout is TIMEOUT."""
+    stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
+    stdout.write(f"{question} [y/N] ")
+    stdout.flush()
+    fd = stdin.fileno()
+    deadline = time.monotonic() + timeout_s
+    buffer = b""
+    while b"\n" not in buffer:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            stdout.write("\n")
+            stdout.flush()
+            return Answer.TIMEOUT
+        ready, _, _ = select.select([fd], [], [], remaining)
+        if not ready:
+            continue
+        chunk = os.read(fd, 1024)
+        if not chunk:
+            break
+        buffer += chunk
+    answer = buffer.split(b"\n", 1)[0].decode("utf-8", "replace").strip().lower()
+    return Answer.YES if answer in ("y", "yes") else Answer.NO
