@@ -147,6 +147,7 @@ class Monitor:
         self.graph = build_graph(self.nodes, self.saver)
         self.saver.setup()
         self._known_head: str | None = None
+        self._maybe_pending = True
         self._known_checkin = 0
         self.config = {"configurable": {"thread_id": self.key}}
 
@@ -218,7 +219,9 @@ class Monitor:
             if self._head() != self._known_head:  # first check-in of this process, or another monitor wrote
                 self._finish_interrupted()
                 self._known_checkin = int((self.graph.get_state(self.config).values or {}).get("checkin", 0))
-            self._settle_pending()
+                self._maybe_pending = True
+            if self._maybe_pending:  # only our own last check-in's interrupt, or another process, can leave one
+                self._settle_pending()
             update = {
                 "run": self.run,
                 "checkin": self._known_checkin + 1,
@@ -238,6 +241,7 @@ class Monitor:
             prune_checkpoints(self.conn, self.key)
             state = CheckinState.model_validate(result)
             self._known_head, self._known_checkin = self._head(), state.checkin
+            self._maybe_pending = bool(result.get("__interrupt__"))
         logger.debug("check-in #{} of {} took {:.1f} ms", state.checkin, self.key, (time.perf_counter() - started) * 1000)
         return state
 

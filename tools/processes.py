@@ -67,6 +67,16 @@ def _tied_by_files(proc: psutil.Process, run_dir: str) -> bool:
     return any(f.path.startswith(prefix) for f in proc.open_files())
 
 
+def _writes_elsewhere(proc: psutil.Process, run_dir: str, run_name: str) -> bool:
+    """It holds files open in another directory named like this run: a same-named run elsewhere."""
+    ours = run_dir.rstrip("/") + "/"
+    marker = f"/{run_name}/"
+    try:
+        return any(marker in f.path and not f.path.startswith(ours) for f in proc.open_files())
+    except (psutil.Error, OSError):
+        return False
+
+
 def find_run_processes(run_dir: Path, run_name: str) -> tuple[list[ProcessInfo], str]:
     """(this run's processes, how they were matched)."""
     titled = _titled_pids()
@@ -78,10 +88,10 @@ def find_run_processes(run_dir: Path, run_name: str) -> tuple[list[ProcessInfo],
     for pid in titled:
         try:
             proc = psutil.Process(pid)
-            if _tied_by_environment(proc, run_path, run_name):
-                matched[pid] = "environment"
-            elif _tied_by_files(proc, run_path):
+            if _tied_by_files(proc, run_path):
                 matched[pid] = "open files"
+            elif _tied_by_environment(proc, run_path, run_name) and not _writes_elsewhere(proc, run_path, run_name):
+                matched[pid] = "environment"
         except psutil.AccessDenied:
             unknown.append(pid)
         except psutil.NoSuchProcess:

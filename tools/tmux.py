@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import libtmux
-from libtmux import exc as tmux_exc
-from libtmux.pane import Pane
+if TYPE_CHECKING:  # libtmux loads only when a pane is opened: every check-in imports this module
+    from libtmux.pane import Pane
 
 from rlagent.graph.actions import TmuxTarget
 
@@ -51,6 +50,8 @@ class LauncherPane:
 
     def busy_with(self) -> str | None:
         """The pane's foreground command when it is not a shell prompt (a run is in it), else None."""
+        from libtmux import exc as tmux_exc
+
         try:
             self.pane.refresh()
         except tmux_exc.LibTmuxException as exc:
@@ -73,6 +74,9 @@ class LauncherPane:
 
 def open_launcher(target: TmuxTarget) -> LauncherPane:
     """The Launcher pane; a missing server, session or window is a TmuxError saying which."""
+    import libtmux
+    from libtmux import exc as tmux_exc
+
     try:
         server = libtmux.Server(socket_name=target.socket)
         if not server.is_alive():
