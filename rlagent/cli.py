@@ -86,6 +86,25 @@ def _settings(config: Path | None, **flags: object) -> Settings:
         raise AssertionError from exc  # unreachable
 
 
+def _watch_settings(
+    config, offline, no_write, home, log_timezone, approve, session, tmux_socket, launch_command, llm, **more
+) -> Settings:
+    """Settings of `check` and `run` from their shared flags (a flag not given overrides nothing)."""
+    return _settings(
+        config,
+        offline=offline or None,
+        write=False if no_write else None,
+        home=home,
+        log_timezone=log_timezone,
+        approve=approve,
+        session=session,
+        tmux_socket=tmux_socket,
+        launch_command=launch_command,
+        llm={"mode": llm.value} if llm else None,
+        **more,
+    )
+
+
 def _llm(settings: Settings):
     """The LLM runtime of this process (Claude on or off, and why); the SDK loads only on first use."""
     from rlagent.agents.llm_runtime import LLMRuntime
@@ -153,18 +172,7 @@ def check(
 ) -> None:
     """One check-in now: diagnose the run and append an entry to its STATUS.md."""
     _setup_logging(verbose)
-    settings = _settings(
-        config,
-        offline=offline or None,
-        write=False if no_write else None,
-        home=home,
-        log_timezone=log_timezone,
-        approve=approve,
-        session=session,
-        tmux_socket=tmux_socket,
-        launch_command=launch_command,
-        llm={"mode": llm.value} if llm else None,
-    )
+    settings = _watch_settings(config, offline, no_write, home, log_timezone, approve, session, tmux_socket, launch_command, llm)
     from rlagent.commands.approve import action_config, offer
     from rlagent.graph.runner import DecisionPending, build_report
     from rlagent.tools.approval import interactive
@@ -217,19 +225,19 @@ def run(
 ) -> None:
     """Check in at once, then once per cadence, until Ctrl-C (or --max-checks)."""
     _setup_logging(verbose)
-    settings = _settings(
+    settings = _watch_settings(
         config,
+        offline,
+        no_write,
+        home,
+        log_timezone,
+        approve,
+        session,
+        tmux_socket,
+        launch_command,
+        llm,
         cadence=cadence,
         max_checks=max_checks,
-        offline=offline or None,
-        write=False if no_write else None,
-        home=home,
-        log_timezone=log_timezone,
-        approve=approve,
-        session=session,
-        tmux_socket=tmux_socket,
-        launch_command=launch_command,
-        llm={"mode": llm.value} if llm else None,
     )
     from rlagent.commands.approve import action_config, offer
     from rlagent.graph.runner import DecisionPending, build_report
