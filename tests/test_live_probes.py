@@ -84,7 +84,8 @@ def test_processes_are_tied_to_their_own_run(tmp_path, children):
 def test_two_runs_with_the_same_name_in_different_output_dirs_are_told_apart(tmp_path, children):
     mine = HRun(tmp_path / "out-a", "run-a")
     theirs = HRun(tmp_path / "out-b", "run-a")
-    children.append(spawn("PRIME-RL::Orchestrator", env_name="run-a", open_file=theirs.logs / "orchestrator.log", via_parent=True))
+    theirs_log = theirs.logs / "orchestrator.log"
+    children.append(spawn("PRIME-RL::Orchestrator", env_name="run-a", open_file=theirs_log, via_parent=True))
     children.append(spawn("PRIME-RL::Trainer", env_name="run-a", via_parent=True))
     found, _ = find_run_processes(mine.dir.resolve(), "run-a")
     assert [p.role for p in found] == ["Trainer"]  # the Orchestrator writes into the other run-a
