@@ -222,19 +222,24 @@ def cuda_oom_message(alloc_gib: float, total_gib: float, free_mib: float, in_use
     )
 
 
+def _env_server_handle(vf: str, address: str) -> Frame:
+    """The env server's request handler, where every env-side traceback is caught and logged."""
+    return Frame(
+        f"{vf}/serve/server.py",
+        214,
+        "handle",
+        "result = await self.run_episode(request)",
+        (("self", f"<verifiers.v1.serve.server.EnvServer object at {address}>"),),
+        catches=True,
+    )
+
+
 def env_timeout_frames(seed: int) -> tuple[Frame, ...]:
     """An env-server request that times out inside verifiers (logged, not fatal)."""
     vf = f"{SITE}/verifiers/v1"
     a = lambda k: _addr(seed, 20 + k)  # noqa: E731
     return (
-        Frame(
-            f"{vf}/serve/server.py",
-            214,
-            "handle",
-            "result = await self.run_episode(request)",
-            (("self", f"<verifiers.v1.serve.server.EnvServer object at {a(1)}>"),),
-            catches=True,
-        ),
+        _env_server_handle(vf, a(1)),
         Frame(
             f"{vf}/serve/server.py",
             251,
@@ -442,14 +447,7 @@ def env_sandbox_frames(seed: int) -> tuple[Frame, ...]:
     vf = f"{SITE}/verifiers/v1"
     a = lambda k: _addr(seed, 100 + k)  # noqa: E731
     return (
-        Frame(
-            f"{vf}/serve/server.py",
-            214,
-            "handle",
-            "result = await self.run_episode(request)",
-            (("self", f"<verifiers.v1.serve.server.EnvServer object at {a(1)}>"),),
-            catches=True,
-        ),
+        _env_server_handle(vf, a(1)),
         Frame(f"{vf}/serve/server.py", 249, "run_episode", "return await episode.run()"),
         Frame(
             f"{vf}/sandbox/process.py",
