@@ -12,17 +12,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 
-from rlagent.graph.state import (
-    CheckinState,
-    EvalPoint,
-    FileCursor,
-    Layout,
-    LiveProbes,
-    LogEvent,
-    MetricHistory,
-    Observation,
-    WarningGroup,
-)
+from rlagent.models.observation import EvalPoint, FileCursor, LiveProbes, LogEvent, MetricHistory, Observation, WarningGroup
+from rlagent.models.run import Layout
+from rlagent.models.state import CheckinState, typed_node
 from rlagent.tools import hostprobes
 from rlagent.tools.checkpoints import checkpoint_parts
 from rlagent.tools.configs import read_run_config
@@ -55,7 +47,7 @@ def make_collector(deps: CollectorDeps) -> Callable[[CheckinState], dict]:
     def collector(state: CheckinState) -> dict:
         return collect(state, deps)
 
-    return collector
+    return typed_node(collector)
 
 
 def collect(state: CheckinState, deps: CollectorDeps) -> dict:
@@ -67,21 +59,21 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
     notes += config.problems
 
     attempt = current_attempt(run_dir) if state.run.layout is Layout.H else None
-    new_attempt = state.attempt is not None and attempt is not None and attempt != state.attempt
+    new_attempt = state.memory.attempt is not None and attempt is not None and attempt != state.memory.attempt
     if new_attempt:
-        notes.append(f"new attempt {attempt} (was {state.attempt}): the run was restarted or resumed")
+        notes.append(f"new attempt {attempt} (was {state.memory.attempt}): the run was restarted or resumed")
 
     cursors: dict[str, FileCursor] = {}
-    groups = {} if new_attempt else dict(state.groups)
-    events = list(state.events)
-    history = _fresh_history(state.history)
+    groups = {} if new_attempt else dict(state.memory.groups)
+    events = list(state.memory.events)
+    history = _fresh_history(state.memory.history)
     new_events: list[LogEvent] = []
     bytes_read = 0
     newest: datetime | None = None
 
     for path in log_files(run_dir, state.run.layout):
         rel = str(path.relative_to(run_dir))
-        read = read_log(path, rel, state.cursors.get(rel), deps.tz, keep_per_kind=EVENTS_PER_KIND)
+        read = read_log(path, rel, state.memory.cursors.get(rel), deps.tz, keep_per_kind=EVENTS_PER_KIND)
         notes += read.notes
         if read.cursor is not None:
             cursors[rel] = read.cursor
@@ -96,11 +88,11 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
         _merge_evals(history, [EvalPoint(env=e.env, step=e.step, score=e.score) for e in read.evals if e.step is not None])
         new_events += read.events
         _merge_groups(groups, rel, read.groups)
-    for rel, cursor in state.cursors.items():
+    for rel, cursor in state.memory.cursors.items():
         if rel not in cursors and rel != METRICS_REL and Path(run_dir, rel).exists() and attempt is None:
             cursors[rel] = cursor  # a file not listed this time but still there (kept for L)
 
-    metrics = read_metrics(run_dir, state.cursors.get(METRICS_REL))
+    metrics = read_metrics(run_dir, state.memory.cursors.get(METRICS_REL))
     notes += metrics.notes
     if metrics.cursor is not None:
         cursors[METRICS_REL] = metrics.cursor
@@ -117,20 +109,20 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
                 history.step_seen_at[process] = seen
             if newest is None or seen > newest:
                 newest = seen
-    rollout_stats_step = state.rollout_stats_step
+    rollout_stats_step = state.memory.rollout_stats_step
     if state.run.layout is Layout.L:
         # The newest step's file may still be growing: it is read again next time.
-        fractions = l_step_fractions(run_dir, max(0, state.rollout_stats_step - 1))
+        fractions = l_step_fractions(run_dir, max(0, state.memory.rollout_stats_step - 1))
         for step, values in fractions.items():
             _update_row(history.orchestrator, step, values)
-        rollout_stats_step = max([state.rollout_stats_step, *fractions])
+        rollout_stats_step = max([state.memory.rollout_stats_step, *fractions])
     _refresh_early(history)
     _trim(history)
 
     events = _bounded_events(events + new_events)
     key = sample_key(run_dir, state.run.layout)
-    if key is not None and key == state.samples_key:
-        rollout_step, rollouts_per_step, rollouts = state.samples_step, state.samples_count, state.samples
+    if key is not None and key == state.memory.samples_key:
+        rollout_step, rollouts_per_step, rollouts = state.memory.samples_step, state.memory.samples_count, state.memory.samples
     else:
         rollout_step, rollouts_per_step, rollouts, rollout_notes = sample_rollouts(run_dir, state.run.layout)
         notes += rollout_notes
@@ -143,7 +135,7 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
         live = probe_live(run_dir, state.run.name, config.inference_url, deps.probe_timeout_s)
         notes += live.problems
 
-    roles_seen = sorted(set(state.processes_seen) | {p.role for p in live.processes or []})
+    roles_seen = sorted(set(state.memory.processes_seen) | {p.role for p in live.processes or []})
     observation = Observation(
         now=now,
         offline=deps.offline,
@@ -164,7 +156,7 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
     )
     return {
         "config": config,
-        "attempt": attempt or state.attempt,
+        "attempt": attempt or state.memory.attempt,
         "cursors": cursors,
         "history": history,
         "events": events,

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from rlagent.graph.actions import ActionKind, CommandPlan, LaunchCommand, LaunchSource, TmuxTarget
-from rlagent.graph.state import CheckinState
+from rlagent.models.actions import ActionKind, CommandPlan, LaunchCommand, LaunchSource, TmuxTarget
+from rlagent.models.state import CheckinState, typed_node
 from rlagent.tools import launch_source
 from rlagent.tools.checkpoints import checkpoint_parts, newest_complete
 from rlagent.tools.launch_command import CommandError, build_argv, command_line, parse_launch_command
@@ -41,13 +41,13 @@ def find_launch_command(state: CheckinState, deps: PlanDeps) -> tuple[LaunchComm
         except CommandError as exc:
             return None, [f"--launch-command / launch_command: {exc}"]
         return LaunchCommand(argv=argv, source=LaunchSource.CONFIG, detail="--launch-command / config launch_command"), tried
-    processes = state.observation.live.processes if state.observation else None
+    processes = state.out.observation.live.processes if state.out.observation else None
     if processes:
         found = launch_source.from_processes([p.pid for p in processes])
         if found:
             return found, tried
-    if state.launch_seen is not None:
-        seen = state.launch_seen
+    if state.memory.launch_seen is not None:
+        seen = state.memory.launch_seen
         return seen.model_copy(update={"detail": f"{seen.detail}, read while the run was alive"}), tried
     tried.append("WANDB_ARGS: no live untitled process of the run to read it from (setproctitle hides the titled ones')")
     if deps.live:
@@ -67,7 +67,7 @@ def find_launch_command(state: CheckinState, deps: PlanDeps) -> tuple[LaunchComm
 
 
 def plan_command(state: CheckinState, deps: PlanDeps) -> CommandPlan:
-    proposal = state.proposal
+    proposal = state.out.proposal
     assert proposal is not None, "a plan is made for a proposal"
     if proposal.action is ActionKind.STOP:
         return CommandPlan(target=deps.target, send="C-c", keys=True)
@@ -88,7 +88,7 @@ def plan_command(state: CheckinState, deps: PlanDeps) -> CommandPlan:
             run_name=run.name,
             resume_step=resume,
             overrides=proposal.overrides,
-            max_steps=state.config.max_steps,
+            max_steps=state.memory.config.max_steps,
         )
     except CommandError as exc:
         return CommandPlan(target=deps.target, launch=launch, resume_step=resume, problem=str(exc))
@@ -100,10 +100,10 @@ def make_launch_probe() -> Callable[[CheckinState], dict]:
     is left to read WANDB_ARGS from)."""
 
     def launch_probe(state: CheckinState) -> dict:
-        processes = state.observation.live.processes if state.observation else None
+        processes = state.out.observation.live.processes if state.out.observation else None
         if not processes:
             return {}
         found = launch_source.from_processes([p.pid for p in processes])
-        return {"launch_seen": found} if found is not None and found != state.launch_seen else {}
+        return {"launch_seen": found} if found is not None and found != state.memory.launch_seen else {}
 
-    return launch_probe
+    return typed_node(launch_probe)

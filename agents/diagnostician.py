@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from rlagent.agents.llm_diagnostician import refine, revise_with_claude
-from rlagent.agents.llm_runtime import LLMRuntime
+from rlagent.agents.llm.diagnostician import refine, revise_with_claude
+from rlagent.agents.llm.runtime import LLMRuntime
 from rlagent.agents.proposals import propose, revise
 from rlagent.agents.rules import health_of, run_rules
 from rlagent.agents.rules.context import RuleContext
 from rlagent.agents.rules.thresholds import Thresholds
-from rlagent.graph.state import CheckinState, Finding, FindingRecord
+from rlagent.models.findings import Finding, FindingRecord
+from rlagent.models.state import CheckinState, typed_node
 
 
 def make_diagnostician(thresholds: Thresholds, llm: LLMRuntime | None = None) -> Callable[[CheckinState], dict]:
@@ -27,20 +28,20 @@ def make_diagnostician(thresholds: Thresholds, llm: LLMRuntime | None = None) ->
         if llm is None:
             return diagnose(state, thresholds) if revising(state) else {**diagnose(state, thresholds), "llm": None}
         if revising(state):
-            return revise_with_claude(state, revise(state.reviews[-1]), llm, thresholds)
+            return revise_with_claude(state, revise(state.out.reviews[-1]), llm, thresholds)
         return refine(state, diagnose(state, thresholds), llm, thresholds)
 
-    return diagnostician
+    return typed_node(diagnostician)
 
 
 def diagnose(state: CheckinState, thresholds: Thresholds) -> dict:
-    assert state.observation is not None, "the collector runs before the diagnostician"
+    assert state.out.observation is not None, "the collector runs before the diagnostician"
     if revising(state):
-        proposal, notes = revise(state.reviews[-1])
-        return {"proposal": proposal, "proposal_notes": [*state.proposal_notes, *notes]}
+        proposal, notes = revise(state.out.reviews[-1])
+        return {"proposal": proposal, "proposal_notes": [*state.out.proposal_notes, *notes]}
     ctx = RuleContext.from_state(state, thresholds)
     findings = run_rules(ctx)
-    findings, remembered = with_persistence(findings, state.remembered, state.observation.now)
+    findings, remembered = with_persistence(findings, state.memory.remembered, state.out.observation.now)
     proposal, notes = propose(ctx, findings)
     return {
         "findings": findings,
@@ -53,7 +54,7 @@ def diagnose(state: CheckinState, thresholds: Thresholds) -> dict:
 
 def revising(state: CheckinState) -> bool:
     """Back from a review that rejected this check-in's proposal."""
-    return bool(state.reviews) and not state.reviews[-1].agreed and state.reviews[-1].proposal == state.proposal
+    return bool(state.out.reviews) and not state.out.reviews[-1].agreed and state.out.reviews[-1].proposal == state.out.proposal
 
 
 def with_persistence(

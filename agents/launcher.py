@@ -20,7 +20,7 @@ from langgraph.types import interrupt
 from pydantic import BaseModel
 
 from rlagent.agents.writer import STATUS_FILE, sigint_deferred, templates
-from rlagent.graph.actions import (
+from rlagent.models.actions import (
     ActionKind,
     ApprovalRequest,
     Check,
@@ -32,7 +32,8 @@ from rlagent.graph.actions import (
     TmuxTarget,
     Verification,
 )
-from rlagent.graph.state import CheckinState, Layout
+from rlagent.models.run import Layout
+from rlagent.models.state import CheckinState, typed_node
 from rlagent.tools import journal
 from rlagent.tools.checkpoints import checkpoint_parts, newest_complete
 from rlagent.tools.evidence import newest_step, process_logs
@@ -79,7 +80,7 @@ def followup_marker(run_key: str, checkin: int) -> str:
 
 
 def agreed_review(state: CheckinState) -> Review:
-    review = state.reviews[-1]
+    review = state.out.reviews[-1]
     assert review.agreed and review.plan.send is not None, "the router sends only agreed, built commands here"
     return review
 
@@ -87,9 +88,9 @@ def agreed_review(state: CheckinState) -> Review:
 def approval_request(state: CheckinState) -> ApprovalRequest:
     """Everything a person needs to decide; a pure function of the state (the node re-runs)."""
     review = agreed_review(state)
-    proposal, obs = review.proposal, state.observation
+    proposal, obs = review.proposal, state.out.observation
     assert obs is not None
-    findings = {f.id: f for f in state.findings}
+    findings = {f.id: f for f in state.out.findings}
     why = [f"{fid} ({findings[fid].severity.value}): {findings[fid].summary}" for fid in proposal.addresses if fid in findings]
     why.append(proposal.rationale)
     plan = review.plan
@@ -119,10 +120,10 @@ def make_launcher(deps: LauncherDeps) -> Callable[[CheckinState], dict]:
         append_followup(state, request, outcome, deps)
         update: dict = {"launch": outcome}
         if record is not None:
-            update["dispatches"] = [*state.dispatches, record]
+            update["dispatches"] = [*state.memory.dispatches, record]
         return update
 
-    return launcher
+    return typed_node(launcher)
 
 
 def carry_out(
@@ -213,7 +214,7 @@ def precondition_failure(state: CheckinState, review: Review, busy: str | None) 
             run_name=run.name,
             resume_step=newest,
             overrides=proposal.overrides,
-            max_steps=state.config.max_steps,
+            max_steps=state.memory.config.max_steps,
         )
     except CommandError as exc:
         return str(exc)
@@ -354,21 +355,23 @@ def append_followup(state: CheckinState, request: ApprovalRequest, outcome: Laun
         return False
     verification = outcome.verification
     step = verification.step if verification and verification.step is not None else None
-    if step is None and state.observation is not None:
+    if step is None and state.out.observation is not None:
         step = (
-            state.observation.trainer_step if state.observation.trainer_step is not None else state.observation.orchestrator_step
+            state.out.observation.trainer_step
+            if state.out.observation.trainer_step is not None
+            else state.out.observation.orchestrator_step
         )
     if outcome.status is LaunchStatus.SENT and verification is not None:
         health = "Healthy" if verification.ok and request.action in RESTARTS else "Down"
     else:
-        health = state.health.value if state.health else "Down"
+        health = state.out.health.value if state.out.health else "Down"
     text = (
         templates()
         .get_template("followup_entry.j2")
         .render(
             at=outcome.at,
             step=step,
-            max_steps=state.config.max_steps,
+            max_steps=state.memory.config.max_steps,
             health=health,
             request=request,
             outcome=outcome,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 from rlagent.agents.rules.context import RuleContext
-from rlagent.graph.actions import (
+from rlagent.models.actions import (
     KNOBS,
     ActionKind,
     Knob,
@@ -27,7 +27,8 @@ from rlagent.graph.actions import (
     Review,
     StallClaim,
 )
-from rlagent.graph.state import Finding, RunConfig, Severity
+from rlagent.models.findings import Finding
+from rlagent.models.run import RunConfig, Severity
 from rlagent.tools.checkpoints import newest_complete
 
 DOWN = ("run_crashed", "process_down")

@@ -19,8 +19,11 @@ from pathlib import Path
 
 import jinja2
 
-from rlagent.agents.llm_runtime import llm_line
-from rlagent.graph.state import CheckinState, Finding, MetricHistory, Observation, RunConfig
+from rlagent.agents.llm.runtime import llm_line
+from rlagent.models.findings import Finding
+from rlagent.models.observation import MetricHistory, Observation
+from rlagent.models.run import RunConfig
+from rlagent.models.state import CheckinState, typed_node
 from rlagent.tools.statusfile import append_entry, entry_marker
 from rlagent.tools.textfmt import fmt, pct, sparkline
 
@@ -72,11 +75,11 @@ def make_writer(deps: WriterDeps) -> Callable[[CheckinState], dict]:
     def writer(state: CheckinState) -> dict:
         return write(state, deps)
 
-    return writer
+    return typed_node(writer)
 
 
 def write(state: CheckinState, deps: WriterDeps) -> dict:
-    obs = state.observation
+    obs = state.out.observation
     assert obs is not None, "the collector runs before the writer"
     marker = entry_marker(deps.run_key, state.checkin)
     entry = render_entry(state, obs, marker)
@@ -101,7 +104,7 @@ def write(state: CheckinState, deps: WriterDeps) -> dict:
 
 
 def render_entry(state: CheckinState, obs: Observation, marker: str) -> str:
-    history, config = state.history, state.config
+    history, config = state.memory.history, state.memory.config
     notes = list(dict.fromkeys(obs.notes))
     if obs.rollouts_step is None and obs.trainer_step is not None:
         notes.append("no saved rollouts found: samples cannot be read (a monitoring limitation)")
@@ -112,23 +115,23 @@ def render_entry(state: CheckinState, obs: Observation, marker: str) -> str:
             checked_at=obs.now,
             step=obs.trainer_step if obs.trainer_step is not None else obs.orchestrator_step,
             max_steps=config.max_steps,
-            health=state.health.value if state.health else "Healthy",
+            health=state.out.health.value if state.out.health else "Healthy",
             progress=progress_line(history, config),
-            stability=stability_line(history, state.findings),
+            stability=stability_line(history, state.out.findings),
             performance=performance_line(history, obs),
-            findings=state.findings,
-            samples=samples_worth_quoting(state.findings, obs),
+            findings=state.out.findings,
+            samples=samples_worth_quoting(state.out.findings, obs),
             groups=[g for g in obs.warning_groups if g.level != "STDERR"][:8],
             notes=notes[:12],
             evidence_limit=EVIDENCE_LIMIT,
-            proposal=state.proposal,
-            reviews=state.reviews,
-            proposal_notes=state.proposal_notes,
+            proposal=state.out.proposal,
+            reviews=state.out.reviews,
+            proposal_notes=state.out.proposal_notes,
             gate=state.gate,
             expires=obs.now + timedelta(seconds=state.gate.expiry_s),
             run_dir=state.run.run_dir,
-            llm_notes=state.llm.notes if state.llm else [],
-            llm_line=llm_line(state.llm),
+            llm_notes=state.out.llm.notes if state.out.llm else [],
+            llm_line=llm_line(state.out.llm),
             marker=marker,
         )
     )
@@ -150,7 +153,7 @@ def render_header(state: CheckinState, obs: Observation, marker: str) -> str:
     return (
         templates()
         .get_template("status_header.j2")
-        .render(run=state.run, config=state.config, checked_at=obs.now, processes=processes, marker=marker)
+        .render(run=state.run, config=state.memory.config, checked_at=obs.now, processes=processes, marker=marker)
     )
 
 

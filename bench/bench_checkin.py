@@ -37,8 +37,8 @@ for command in sys.stdin:
     state = monitor.check_in()
     elapsed = time.perf_counter() - started
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"seconds": elapsed, "bytes_read": state.observation.bytes_read,
-                      "step": state.observation.trainer_step, "peak_rss_mb": rss_mb}), flush=True)
+    print(json.dumps({"seconds": elapsed, "bytes_read": state.out.observation.bytes_read,
+                      "step": state.out.observation.trainer_step, "peak_rss_mb": rss_mb}), flush=True)
 """
 
 

@@ -22,7 +22,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from rlagent.agents.rules import catalogue
-from rlagent.graph.state import Health, Layout, Severity
+from rlagent.models.run import Health, Layout, Severity
 
 FINDING_IDS: frozenset[str] = frozenset(catalogue.FINDING_IDS)
 """The public finding ids of reference/findings.md (a typo in a case must not silently pass)."""

@@ -56,7 +56,7 @@ from rlagent.evals.simulator.crashes import plan as crash_plan
 from rlagent.evals.simulator.dynamics import Dynamics
 from rlagent.evals.simulator.expectations import DOWN_IDS, INFO_IDS
 from rlagent.evals.simulator.timeline import Timeline
-from rlagent.graph.state import Health
+from rlagent.models.run import Health
 
 T = Thresholds()
 SMALL: dict[str, dict[str, object]] = {

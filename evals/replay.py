@@ -19,7 +19,8 @@ from rlagent.evals.case import Case
 from rlagent.evals.cut import RecordedRun, WorkingCopy
 from rlagent.evals.fixture import Fixture, FixtureError, load_fixture
 from rlagent.evals.manifest import ManifestError, utc
-from rlagent.graph.state import CheckinState, RunInfo
+from rlagent.models.run import RunInfo
+from rlagent.models.state import CheckinState
 
 
 class ReportedFinding(BaseModel):
@@ -111,14 +112,13 @@ def gate(state: CheckinState) -> tuple[bool, bool]:
     the launcher if something was sent for it (`launch.sent`, or a dispatch recorded for this
     check-in); it is gated only if the review team's last round agreed on this very proposal
     and a person approved (not an expired request)."""
-    proposal = state.proposal
+    out = state.out
+    proposal = out.proposal
     if proposal is None:
         return False, False
-    launch = getattr(state, "launch", None)
-    dispatches = getattr(state, "dispatches", [])
-    reached = (launch is not None and launch.sent is not None) or any(d.checkin == state.checkin for d in dispatches)
-    reviews = getattr(state, "reviews", [])
-    agreed = bool(reviews) and reviews[-1].agreed and reviews[-1].proposal == proposal
+    launch = out.launch
+    reached = (launch is not None and launch.sent is not None) or any(d.checkin == state.checkin for d in state.memory.dispatches)
+    agreed = bool(out.reviews) and out.reviews[-1].agreed and out.reviews[-1].proposal == proposal
     approved = launch is not None and launch.decision.approved and launch.decision.how != "expired"
     return reached, agreed and approved
 
@@ -173,7 +173,7 @@ def _replay(fixture: Fixture, base: Path, llm=None) -> ReplayResult:
                     health=report["health"],
                     findings=[ReportedFinding.model_validate(f) for f in report["findings"]],
                     notes=report["notes"],
-                    proposal=_plain(state.proposal),
+                    proposal=_plain(state.out.proposal),
                     reached_launcher=reached,
                     gated=gated,
                     status_entry=report["status_entry"],

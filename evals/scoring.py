@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 
 from rlagent.evals.case import SEVERITY_RANK, Case
 from rlagent.evals.replay import CheckinResult, ReplayResult
-from rlagent.graph.state import Severity
+from rlagent.models.run import Severity
 
 
 class Detection(BaseModel):

@@ -16,8 +16,8 @@ from typing import Literal
 
 from langgraph.graph import END, START, StateGraph
 
-from rlagent.graph.actions import ApprovalMode
-from rlagent.graph.state import CheckinState
+from rlagent.models.actions import ApprovalMode
+from rlagent.models.state import CheckinState
 
 Node = Callable[[CheckinState], dict]
 MAX_REVIEW_ROUNDS = 2
@@ -26,25 +26,25 @@ MAX_REVIEW_ROUNDS = 2
 
 def route_after_diagnosis(state: CheckinState) -> Literal["team_review", "writer"]:
     """A proposal goes to the review team first; everything else straight to the writer."""
-    return "team_review" if state.proposal is not None else "writer"
+    return "team_review" if state.out.proposal is not None else "writer"
 
 
 def route_after_review(state: CheckinState) -> Literal["diagnostician", "writer"]:
     """Agreed, or rejected twice: write it down. Rejected once: the diagnostician may revise."""
-    last = state.reviews[-1] if state.reviews else None
-    if last is None or last.agreed or len(state.reviews) >= MAX_REVIEW_ROUNDS:
+    last = state.out.reviews[-1] if state.out.reviews else None
+    if last is None or last.agreed or len(state.out.reviews) >= MAX_REVIEW_ROUNDS:
         return "writer"
     return "diagnostician"
 
 
 def route_after_writer(state: CheckinState) -> Literal["launcher", "__end__"]:
     """Only an agreed proposal with an exact command goes to the gate, and only when it asks."""
-    last = state.reviews[-1] if state.reviews else None
+    last = state.out.reviews[-1] if state.out.reviews else None
     agreed = (
-        state.proposal is not None
+        state.out.proposal is not None
         and last is not None
         and last.agreed
-        and last.proposal == state.proposal
+        and last.proposal == state.out.proposal
         and last.plan.send is not None
     )
     return "launcher" if agreed and state.gate.mode is ApprovalMode.ASK else "__end__"

@@ -24,15 +24,16 @@ from rlagent.agents.collector import CollectorDeps, make_collector
 from rlagent.agents.command_plan import PlanDeps, make_launch_probe
 from rlagent.agents.diagnostician import make_diagnostician
 from rlagent.agents.launcher import LauncherDeps, make_launcher
-from rlagent.agents.llm_runtime import LLMRuntime, llm_report, with_llm_record
+from rlagent.agents.llm.runtime import LLMRuntime, llm_report, with_llm_record
 from rlagent.agents.review import ReviewDeps, Reviewer, default_reviewers, make_team_review
 from rlagent.agents.review.claude_team import claude_team
 from rlagent.agents.rules.thresholds import Thresholds
 from rlagent.agents.writer import WriterDeps, make_writer
-from rlagent.graph.actions import ApprovalMode, ApprovalRequest, Decision, Gate, TmuxTarget
 from rlagent.graph.build import Nodes, build_graph
-from rlagent.graph.state import CheckinState, RunInfo
 from rlagent.graph.store import connect, prune_checkpoints, run_key, run_lock, state_dir
+from rlagent.models.actions import ApprovalMode, ApprovalRequest, Decision, Gate, TmuxTarget
+from rlagent.models.run import RunInfo
+from rlagent.models.state import CheckinOutput, CheckinState
 from rlagent.tools import journal
 from rlagent.tools.dayclock import local_tz
 
@@ -222,22 +223,14 @@ class Monitor:
                 self._maybe_pending = True
             if self._maybe_pending:  # only our own last check-in's interrupt, or another process, can leave one
                 self._settle_pending()
-            update = {
+            fresh = {
                 "run": self.run,
                 "checkin": self._known_checkin + 1,
-                "observation": None,
-                "findings": [],
-                "health": None,
-                "proposal": None,
-                "proposal_notes": [],
-                "reviews": [],
-                "launch": None,
                 "gate": self.gate,
-                "status_entry": "",
-                "written": False,
                 "now_override": now,
+                "out": CheckinOutput(),  # what this check-in produces starts empty; the run's memory carries over
             }
-            result = self.graph.invoke(update, self.config, durability="exit")
+            result = self.graph.invoke(fresh, self.config, durability="exit")
             prune_checkpoints(self.conn, self.key)
             state = CheckinState.model_validate(result)
             self._known_head, self._known_checkin = self._head(), state.checkin
@@ -268,7 +261,7 @@ class Monitor:
 
 def build_report(state: CheckinState, pending: ApprovalRequest | None = None) -> dict:
     """The JSON report (DESIGN.md interfaces); `pending` is the decision the check-in waits for."""
-    obs = state.observation
+    obs = state.out.observation
     assert obs is not None
     step = obs.trainer_step if obs.trainer_step is not None else obs.orchestrator_step
     return {
@@ -278,22 +271,22 @@ def build_report(state: CheckinState, pending: ApprovalRequest | None = None) ->
         "checkin": state.checkin,
         "checked_at": obs.now.astimezone(UTC).isoformat().replace("+00:00", "Z"),
         "step": step,
-        "max_steps": state.config.max_steps,
-        "health": state.health.value if state.health else None,
+        "max_steps": state.memory.config.max_steps,
+        "health": state.out.health.value if state.out.health else None,
         "findings": [
             f.model_dump(
                 mode="json", include={"id", "severity", "category", "summary", "evidence", "first_step", "last_step", "source"}
             )
-            for f in state.findings
+            for f in state.out.findings
         ],
-        "proposal": state.proposal.model_dump(mode="json") if state.proposal else None,
-        "proposal_notes": state.proposal_notes,
-        "reviews": [r.model_dump(mode="json") for r in state.reviews],
+        "proposal": state.out.proposal.model_dump(mode="json") if state.out.proposal else None,
+        "proposal_notes": state.out.proposal_notes,
+        "reviews": [r.model_dump(mode="json") for r in state.out.reviews],
         "pending": pending.model_dump(mode="json") if pending else None,
-        "launch": state.launch.model_dump(mode="json") if state.launch else None,
-        "status_entry": state.status_entry,
-        "written": state.written,
+        "launch": state.out.launch.model_dump(mode="json") if state.out.launch else None,
+        "status_entry": state.out.status_entry,
+        "written": state.out.written,
         "notes": obs.notes,
         "samples": [r.model_dump(mode="json") for r in obs.rollouts],
-        "llm": llm_report(state.llm),
+        "llm": llm_report(state.out.llm),
     }

@@ -18,7 +18,7 @@ from loguru import logger
 from rich.console import Console
 
 from rlagent.config import ConfigError, Settings, load_settings
-from rlagent.graph.actions import ApprovalMode
+from rlagent.models.actions import ApprovalMode
 from rlagent.tools.layout import RunNotFound, discover_run
 
 app = typer.Typer(
@@ -107,7 +107,7 @@ def _watch_settings(
 
 def _llm(settings: Settings):
     """The LLM runtime of this process (Claude on or off, and why); the SDK loads only on first use."""
-    from rlagent.agents.llm_runtime import LLMRuntime
+    from rlagent.agents.llm.runtime import LLMRuntime
 
     runtime = LLMRuntime.from_settings(settings.llm)
     if settings.llm.mode == "claude" and not runtime.enabled:

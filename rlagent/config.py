@@ -10,10 +10,10 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
 from rlagent.agents.rules.thresholds import Thresholds
-from rlagent.graph.actions import ApprovalMode
 from rlagent.graph.store import default_home
+from rlagent.models.actions import ApprovalMode
 from rlagent.tools.launch_command import CommandError, parse_launch_command
-from rlagent.tools.llm import LLMSettings
+from rlagent.tools.llm.client import LLMSettings
 from rlagent.tools.textfmt import parse_cadence
 
 

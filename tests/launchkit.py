@@ -16,7 +16,7 @@ from pathlib import Path
 import libtmux
 import pytest
 
-from rlagent.graph.actions import TmuxTarget
+from rlagent.models.actions import TmuxTarget
 from rlagent.tools.processes import find_run_processes
 from rlagent.tools.tmux import open_launcher, socket_file
 

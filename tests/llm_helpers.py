@@ -9,11 +9,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rlagent.agents.llm_runtime import LLMRuntime
+from rlagent.agents.llm.runtime import LLMRuntime
 from rlagent.graph.runner import ActionConfig, Monitor
-from rlagent.graph.state import CheckinState
+from rlagent.models.state import CheckinState
 from rlagent.tools.layout import discover_run
-from rlagent.tools.llm import LLMChoice, LLMSettings, ModelClient, ScriptedClient
+from rlagent.tools.llm.client import LLMChoice, LLMSettings, ModelClient, ScriptedClient
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = {

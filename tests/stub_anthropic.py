@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from rlagent.tools.llm import estimate_tokens
+from rlagent.tools.llm.client import estimate_tokens
 
 STUB_PORT = 18765
 STUB_URL = f"http://127.0.0.1:{STUB_PORT}"

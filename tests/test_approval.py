@@ -13,8 +13,8 @@ from datetime import timedelta
 
 import pytest
 
-from rlagent.graph.actions import ApprovalMode, LaunchStatus
 from rlagent.graph.runner import ActionConfig, DecisionPending, Monitor, NothingPending
+from rlagent.models.actions import ApprovalMode, LaunchStatus
 from rlagent.tools.approval import Answer, ask
 from rlagent.tools.layout import discover_run
 
@@ -167,7 +167,7 @@ def test_a_pending_decision_blocks_checkins_then_expires_as_no(tmp_path):
     late = _monitor(run, tmp_path, now)
     now[0] += timedelta(hours=1, minutes=1)
     state = late.decide(True, by="too late", request_id=request_id)  # approved after expiry: not sent
-    assert state.launch.status is LaunchStatus.EXPIRED and state.launch.sent is None and state.dispatches == []
+    assert state.out.launch.status is LaunchStatus.EXPIRED and state.out.launch.sent is None and state.memory.dispatches == []
     with pytest.raises(NothingPending):
         late.decide(True, by="again", request_id=request_id)
 
@@ -186,8 +186,8 @@ def test_approve_never_observes_only(tmp_path):
     now = [run.clock]
     monitor = _monitor(run, tmp_path, now, approve=ApprovalMode.NEVER)
     state = monitor.check_in()
-    assert state.reviews[-1].agreed and monitor.pending() is None and state.launch is None
-    assert "Not offered for approval: observe only (--approve never)" in state.status_entry
+    assert state.out.reviews[-1].agreed and monitor.pending() is None and state.out.launch is None
+    assert "Not offered for approval: observe only (--approve never)" in state.out.status_entry
     args = [*RLAGENT, "check", str(run.dir), "--approve", "never", "--launch-command", LAUNCH]
     terminal = Terminal(args, {**os.environ, "RLAGENT_HOME": str(tmp_path / "home2")})
     assert terminal.finish() == 0

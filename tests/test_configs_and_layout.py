@@ -7,7 +7,7 @@ import time
 import pytest
 
 from rlagent.config import ConfigError, load_settings
-from rlagent.graph.state import Layout
+from rlagent.models.run import Layout
 from rlagent.tools.configs import read_run_config
 from rlagent.tools.layout import RunNotFound, discover_run
 from rlagent.tools.textfmt import parse_cadence

@@ -11,7 +11,7 @@ import pytest
 
 from rlagent.evals.simulator import SCENARIOS, append_run, write_run
 from rlagent.graph.runner import Monitor, build_report
-from rlagent.graph.state import Health
+from rlagent.models.run import Health
 from rlagent.tools.layout import discover_run
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "runs"
@@ -52,12 +52,12 @@ def test_bundled_h_run_is_healthy_despite_alarming_but_normal_lines(tmp_path):
 
 def test_bundled_l_run_shows_its_truncation(tmp_path):
     state = check(copy_example("reverse-text-l", tmp_path), tmp_path)
-    assert state.run.layout.value == "L" and state.health is Health.DEGRADED
-    ids = {f.id: f for f in state.findings}
+    assert state.run.layout.value == "L" and state.out.health is Health.DEGRADED
+    ids = {f.id: f for f in state.out.findings}
     assert "truncation_high" in ids and ids["truncation_high"].severity.value == "warning"
     assert ids["truncation_high"].last_step == 60
-    assert ENTRY.match(state.status_entry), state.status_entry
-    assert "truncated" in state.status_entry  # a truncated sample is quoted
+    assert ENTRY.match(state.out.status_entry), state.out.status_entry
+    assert "truncated" in state.out.status_entry  # a truncated sample is quoted
 
 
 EXPECTED = {
@@ -79,11 +79,11 @@ def test_simulated_runs_are_diagnosed(name, seed, tmp_path):
     run = write_run(scenario, tmp_path / name)
     state = check(run, tmp_path)
     health, must = EXPECTED[name]
-    ids = {f.id for f in state.findings}
-    assert must <= ids, (name, seed, state.findings)
+    ids = {f.id for f in state.out.findings}
+    assert must <= ids, (name, seed, state.out.findings)
     if not must:
-        assert not [f for f in state.findings if f.severity.value != "info"], state.findings
-    assert state.health is health, state.findings
+        assert not [f for f in state.out.findings if f.severity.value != "info"], state.out.findings
+    assert state.out.health is health, state.out.findings
 
 
 def test_a_run_growing_between_checkins_is_read_incrementally(tmp_path):
@@ -95,7 +95,7 @@ def test_a_run_growing_between_checkins_is_read_incrementally(tmp_path):
     append_run(scenario, run, steps=45)
     grown = sum(p.stat().st_size - sizes.get(p, 0) for p in [*run.rglob("*.log"), run / "metrics.jsonl"])
     second = monitor.check_in()
-    assert first.observation.trainer_step < second.observation.trainer_step <= 45
-    assert second.observation.bytes_read == grown
-    assert set(range(1, second.observation.trainer_step + 1)) <= set(second.history.trainer)
-    assert second.health is Health.HEALTHY and (run / "STATUS.md").read_text().count("<!-- rlagent:checkin") == 3
+    assert first.out.observation.trainer_step < second.out.observation.trainer_step <= 45
+    assert second.out.observation.bytes_read == grown
+    assert set(range(1, second.out.observation.trainer_step + 1)) <= set(second.memory.history.trainer)
+    assert second.out.health is Health.HEALTHY and (run / "STATUS.md").read_text().count("<!-- rlagent:checkin") == 3

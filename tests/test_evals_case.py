@@ -10,7 +10,7 @@ import pytest
 from rlagent.evals.case import CaseError, parse_case
 from rlagent.evals.casewriter import render_case
 from rlagent.evals.fixture import FIXTURES, FixtureError, load_fixture
-from rlagent.graph.state import Health
+from rlagent.models.run import Health
 
 GOOD = """
 title = "entropy collapse"

@@ -184,7 +184,8 @@ def _state(*, sent=None, agreed=True, same=True, approved=True, how="prompt", di
     review = SimpleNamespace(agreed=agreed, proposal=proposal if same else SimpleNamespace(action="stop"))
     launch = SimpleNamespace(sent=sent, decision=SimpleNamespace(approved=approved, how=how))
     dispatches = [SimpleNamespace(checkin=3)] if dispatched else []
-    return SimpleNamespace(proposal=proposal, reviews=[review], launch=launch, dispatches=dispatches, checkin=3)
+    out = SimpleNamespace(proposal=proposal, reviews=[review], launch=launch)
+    return SimpleNamespace(out=out, memory=SimpleNamespace(dispatches=dispatches), checkin=3)
 
 
 @pytest.mark.parametrize(
@@ -204,4 +205,4 @@ def test_gate_reads_review_agreement_approval_and_what_was_sent(state, expected)
 
 
 def test_no_proposal_is_never_an_action():
-    assert gate(SimpleNamespace(proposal=None)) == (False, False)
+    assert gate(SimpleNamespace(out=SimpleNamespace(proposal=None))) == (False, False)

@@ -9,7 +9,7 @@ import textwrap
 import psutil
 import pytest
 
-from rlagent.graph.actions import Knob, LaunchSource, Override
+from rlagent.models.actions import Knob, LaunchSource, Override
 from rlagent.tools.launch_command import CommandError, build_argv, command_line, parse_launch_command
 from rlagent.tools.launch_source import from_pane_history, from_processes, from_sbatch, parse_wandb_args
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from rlagent.graph.actions import ApprovalMode, LaunchSource, LaunchStatus
 from rlagent.graph.runner import ActionConfig, Monitor
+from rlagent.models.actions import ApprovalMode, LaunchSource, LaunchStatus
 from rlagent.tools.layout import discover_run
 from rlagent.tools.processes import find_run_processes
 
@@ -37,22 +37,22 @@ def test_crash_no_then_yes_restarts_from_the_checkpoint_and_verifies(tmp_path, t
     monitor = Monitor(discover_run(run.dir), home=tmp_path / "home", actions=actions)
 
     healthy = monitor.check_in()  # while it trains: remembers the launch command from WANDB_ARGS
-    assert healthy.launch_seen is not None and healthy.launch_seen.source is LaunchSource.WANDB_ARGS
-    assert healthy.launch_seen.argv == run.launch_argv and monitor.pending() is None
+    assert healthy.memory.launch_seen is not None and healthy.memory.launch_seen.source is LaunchSource.WANDB_ARGS
+    assert healthy.memory.launch_seen.argv == run.launch_argv and monitor.pending() is None
 
     wait_for(tmux.idle, 30, "the crash to end the launcher")
     assert "Error: Trainer failed with exit code 1" in tmux.text()
     crashed = monitor.check_in()
-    assert {"run_crashed", "process_down"} <= {f.id for f in crashed.findings}
-    assert crashed.proposal.action.value == "restart" and crashed.proposal.resume_step == 9
-    assert crashed.reviews[-1].agreed and len(crashed.reviews[-1].verdicts) == 3
+    assert {"run_crashed", "process_down"} <= {f.id for f in crashed.out.findings}
+    assert crashed.out.proposal.action.value == "restart" and crashed.out.proposal.resume_step == 9
+    assert crashed.out.reviews[-1].agreed and len(crashed.out.reviews[-1].verdicts) == 3
     request_id, request = monitor.pending()
     expected = shlex.join(run.resume_argv(9))
     assert request.command == expected
     before = tmux.text()
 
     declined = monitor.decide(False, by="test person", request_id=request_id)
-    assert declined.launch.status is LaunchStatus.DECLINED and declined.launch.sent is None
+    assert declined.out.launch.status is LaunchStatus.DECLINED and declined.out.launch.sent is None
     assert tmux.text() == before and "--resume.step" not in tmux.text()
     assert "declined by test person: nothing sent" in run.status()
 
@@ -62,7 +62,7 @@ def test_crash_no_then_yes_restarts_from_the_checkpoint_and_verifies(tmp_path, t
     entries_before = run.status().count("<!-- rlagent:")
 
     done = monitor.decide(True, by="test person", request_id=request_id)
-    launch_ = done.launch
+    launch_ = done.out.launch
     assert launch_.status is LaunchStatus.SENT and launch_.sent == expected, launch_
     assert launch_.verification.ok, launch_.verification
     assert launch_.verification.attempt == "attempt_2" and launch_.verification.step > 9
@@ -75,10 +75,10 @@ def test_crash_no_then_yes_restarts_from_the_checkpoint_and_verifies(tmp_path, t
     followup = status.rsplit("## ", 1)[1]
     assert "**Health**: Healthy" in followup and f"  ```\n  {expected}\n  ```" in followup
     assert "restart verified" in followup and "new logs/attempt_2" in followup
-    assert [d.resume_step for d in done.dispatches] == [9] and done.dispatches[0].verified
+    assert [d.resume_step for d in done.memory.dispatches] == [9] and done.memory.dispatches[0].verified
 
     after = monitor.check_in()  # the resumed run is seen as such, and nothing more is proposed
-    assert after.observation.new_attempt and after.proposal is None and monitor.pending() is None
+    assert after.out.observation.new_attempt and after.out.proposal is None and monitor.pending() is None
     monitor.close()
 
 
@@ -103,12 +103,12 @@ def test_the_live_simulator_crash_is_restarted_through_the_gate(tmp_path, tmux_s
     )
     monitor = Monitor(discover_run(run_dir), home=tmp_path / "home", actions=actions)
     state = monitor.check_in()
-    assert "run_crashed" in {f.id for f in state.findings} and state.reviews[-1].agreed, state.status_entry
-    step = state.proposal.resume_step
+    assert "run_crashed" in {f.id for f in state.out.findings} and state.out.reviews[-1].agreed, state.out.status_entry
+    step = state.out.proposal.resume_step
     request_id, request = monitor.pending()
     assert request.command == shlex.join([*launch_argv, "--resume.step", str(step)])
     done = monitor.decide(True, by="test person", request_id=request_id)
-    assert done.launch.verification.ok, done.launch
-    assert done.launch.verification.attempt == "attempt_2" and done.launch.verification.step > step
+    assert done.out.launch.verification.ok, done.out.launch
+    assert done.out.launch.verification.attempt == "attempt_2" and done.out.launch.verification.step > step
     assert tmux.text().count(request.command) == 1
     monitor.close()

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from rlagent.graph.runner import Monitor
-from rlagent.graph.state import Health
+from rlagent.models.run import Health
 from rlagent.tools.hostprobes import parse_vllm_metrics, probe_vllm
 from rlagent.tools.layout import discover_run
 from rlagent.tools.processes import find_run_processes
@@ -98,14 +98,14 @@ def test_a_process_that_dies_is_reported_down(tmp_path, children):
         children.append(spawn(f"PRIME-RL::{role}", open_file=run.logs / f"{role.lower()}.log"))
     mon = Monitor(discover_run(run.dir), home=tmp_path / "home", clock=lambda: run.clock)
     first = mon.check_in()
-    assert first.health is Health.HEALTHY, first.findings
-    assert sorted(p.role for p in first.observation.live.processes) == ["Inference", "Orchestrator", "Trainer"]
+    assert first.out.health is Health.HEALTHY, first.out.findings
+    assert sorted(p.role for p in first.out.observation.live.processes) == ["Inference", "Orchestrator", "Trainer"]
     assert "Processes**: " in run.status() and "Trainer (pid" in run.status()
     children[1].kill()
     children[1].wait()
     second = mon.check_in()
-    assert second.health is Health.DOWN
-    assert any(f.id == "process_down" and "Orchestrator" in f.summary for f in second.findings)
+    assert second.out.health is Health.DOWN
+    assert any(f.id == "process_down" and "Orchestrator" in f.summary for f in second.out.findings)
 
 
 PROMETHEUS = """# HELP vllm:kv_cache_usage_perc KV-cache usage.

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rlagent.agents.llm_models import CATALOGUE
+from rlagent.agents.llm.models import CATALOGUE
 from rlagent.graph.runner import build_report
-from rlagent.tools.llm import DEFAULT_MODEL, AnthropicClient, LLMSettings
+from rlagent.tools.llm.client import DEFAULT_MODEL, AnthropicClient, LLMSettings
 
 from llm_helpers import LAUNCH, check, copy_run, monitor, runtime
 from stub_anthropic import STUB_PORT, STUB_URL, StubServer
@@ -96,16 +96,16 @@ def prompt_tokens(vcr) -> list[int]:
 
 def assert_sound(state, rules, vcr):
     """What must hold whatever the model answered."""
-    llm = state.llm
+    llm = state.out.llm
     assert llm.status == "ok" and llm.problems == [] and llm.model == DEFAULT_MODEL
     assert llm.usage.calls == len(vcr) and llm.usage.prompt_tokens == sum(prompt_tokens(vcr))
     assert max(prompt_tokens(vcr)) <= LLMSettings().max_input_tokens
-    ids = {f.id for f in state.findings}
-    assert {f.id for f in rules.findings} <= ids and state.health.value in ("Healthy", "Degraded", "Down")
-    for finding in state.findings:
+    ids = {f.id for f in state.out.findings}
+    assert {f.id for f in rules.out.findings} <= ids and state.out.health.value in ("Healthy", "Degraded", "Down")
+    for finding in state.out.findings:
         if finding.source == "llm":
             assert finding.id in CATALOGUE and finding.severity.value in ("info", "warning") and finding.evidence
-    assert f"- LLM: {DEFAULT_MODEL}; {llm.usage.calls} call(s)" in state.status_entry
+    assert f"- LLM: {DEFAULT_MODEL}; {llm.usage.calls} call(s)" in state.out.status_entry
     assert any(n.startswith("Claude's reading: ") for n in llm.notes)
     report = build_report(state)
     assert report["llm"]["status"] == "ok" and report["llm"]["usage"]["prompt_tokens"] == llm.usage.prompt_tokens
@@ -117,7 +117,7 @@ def test_diagnostician_on_the_bundled_examples(name, tmp_path, claude, vcr):
     rules = check(copy_run(name, tmp_path / "rules"), tmp_path / "rules")
     state = check(copy_run(name, tmp_path), tmp_path, claude)
     assert_sound(state, rules, vcr)
-    assert set(state.llm.roles) == {"diagnostician"} and state.reviews == []
+    assert set(state.out.llm.roles) == {"diagnostician"} and state.out.reviews == []
 
 
 @pytest.mark.vcr
@@ -128,17 +128,17 @@ def test_diagnostician_and_every_reviewer_on_fixtures_with_a_proposal(name, tmp_
     )
     state = check(copy_run(name, tmp_path), tmp_path, claude, launch_command=LAUNCH if name == "crash-oom-h" else None)
     assert_sound(state, rules, vcr)
-    assert set(state.llm.roles) >= {"diagnostician", "evidence_auditor", "safety_officer", "effect_reviewer"}
-    first = state.reviews[0]
+    assert set(state.out.llm.roles) >= {"diagnostician", "evidence_auditor", "safety_officer", "effect_reviewer"}
+    first = state.out.reviews[0]
     assert [v.reviewer for v in first.verdicts] == ["evidence auditor", "safety officer", "effect reviewer"]
-    for verdict, ruled in zip(first.verdicts, rules.reviews[0].verdicts, strict=True):
+    for verdict, ruled in zip(first.verdicts, rules.out.reviews[0].verdicts, strict=True):
         claude_checks = [c for c in verdict.reasons if c.name.startswith("claude_")]
         assert claude_checks and "claude_unavailable" not in {c.name for c in claude_checks}
         assert verdict.approve <= ruled.approve  # Claude adds rejections, never overturns one
         assert verdict.reasons[: len(ruled.reasons)] == ruled.reasons
     # The proposal under review is the rules' (its command, if any, is built from the launch command).
-    assert first.proposal.model_dump_json() == rules.reviews[0].proposal.model_dump_json()  # (NaN claims)
-    sent, ruled_send = first.plan.send or "", rules.reviews[0].plan.send or ""
+    assert first.proposal.model_dump_json() == rules.out.reviews[0].proposal.model_dump_json()  # (NaN claims)
+    sent, ruled_send = first.plan.send or "", rules.out.reviews[0].plan.send or ""
     assert sent.replace(str(tmp_path), "TMP") == ruled_send.replace(str(tmp_path / "rules"), "TMP")
 
 
@@ -149,9 +149,9 @@ def test_a_repeat_check_in_reads_the_static_prompt_from_the_cache(tmp_path, clau
         first, second = m.check_in(), m.check_in()
     finally:
         m.close()
-    assert first.llm.status == second.llm.status == "ok"
-    assert second.llm.usage.cache_creation_input_tokens == 0 and second.llm.usage.cache_share >= 0.5
-    assert [r.checkin for r in second.llm_log] == [1, 2]
+    assert first.out.llm.status == second.out.llm.status == "ok"
+    assert second.out.llm.usage.cache_creation_input_tokens == 0 and second.out.llm.usage.cache_share >= 0.5
+    assert [r.checkin for r in second.memory.llm_log] == [1, 2]
 
 
 def test_cassettes_hold_no_credentials():

@@ -11,7 +11,9 @@ import warnings
 
 import pytest
 
-from rlagent.tools.llm import (
+from rlagent.models.llm import LLMRecord, LLMUsage
+from rlagent.tools.llm.budget import Session, spent_on, usage_of
+from rlagent.tools.llm.client import (
     DEFAULT_MODEL,
     AnthropicClient,
     LLMBudgetExceeded,
@@ -24,7 +26,6 @@ from rlagent.tools.llm import (
     text_reply,
     tool_reply,
 )
-from rlagent.tools.llm_budget import LLMRecord, LLMUsage, Session, spent_on, usage_of
 
 from stub_anthropic import Fault, StubServer
 

@@ -9,15 +9,16 @@ import re
 
 import pytest
 
-from rlagent.agents.llm_call import ELIDED, fit
-from rlagent.agents.llm_diagnostician import TOOL_ROOM, diagnosis_prompt, revise_with_claude
-from rlagent.agents.llm_models import CATALOGUE, Diagnosis
-from rlagent.agents.llm_prompts import base_request, system_text, untrusted
+from rlagent.agents.llm.call import ELIDED, fit
+from rlagent.agents.llm.diagnostician import TOOL_ROOM, diagnosis_prompt, revise_with_claude
+from rlagent.agents.llm.models import CATALOGUE, Diagnosis
+from rlagent.agents.llm.prompts import base_request, system_text, untrusted
 from rlagent.agents.proposals import revise
 from rlagent.agents.rules.thresholds import Thresholds
-from rlagent.graph.actions import Check, Review, Verdict
-from rlagent.graph.state import LogEvent, Rollout, WarningGroup
-from rlagent.tools.llm import LLMBudgetExceeded, estimate_tokens, text_reply, tool_reply
+from rlagent.models.actions import Check, Review, Verdict
+from rlagent.models.observation import LogEvent, Rollout, WarningGroup
+from rlagent.models.state import applied
+from rlagent.tools.llm.client import LLMBudgetExceeded, estimate_tokens, text_reply, tool_reply
 
 from llm_helpers import LAUNCH, check, copy_run, diagnosis, log_line, scripted
 
@@ -31,8 +32,8 @@ def l_run(tmp_path):
 
 def test_claude_adds_only_findings_whose_evidence_checks_out(l_run, tmp_path):
     run, rules = l_run
-    (step, entropy) = rules.history.series("trainer", "entropy")[-1]
-    group = rules.observation.warning_groups[0]
+    (step, entropy) = rules.memory.history.series("trainer", "entropy")[-1]
+    group = rules.out.observation.warning_groups[0]
     real = log_line(run, group.first.file, group.first.line)
     answer = diagnosis(
         rule_findings=[
@@ -73,21 +74,21 @@ def test_claude_adds_only_findings_whose_evidence_checks_out(l_run, tmp_path):
     )
     llm, fake = scripted(tool_reply("report_diagnosis", answer))
     state = check(copy_run("reverse-text-l", tmp_path), tmp_path, llm)
-    got = {f.id: f for f in state.findings}
-    assert set(got) == {f.id for f in rules.findings} | {"entropy_collapse", "env_errors"}
+    got = {f.id: f for f in state.out.findings}
+    assert set(got) == {f.id for f in rules.out.findings} | {"entropy_collapse", "env_errors"}
     assert got["entropy_collapse"].source == "llm" and got["truncation_high"].source == "rules"
     assert got["env_errors"].evidence == [f"{group.first.file}:{group.first.line}: {real[-60:].strip()}"]
-    notes = "\n".join(state.llm.notes)
+    notes = "\n".join(state.out.llm.notes)
     assert "dropped: Claude disputed `truncation_high` without evidence" in notes
     assert "Claude disputes `reward_regression` (the finding stays)" in notes
     assert "dropped: Claude's `kl_blowup`" in notes and "dropped: Claude's `disk_low`" in notes
-    assert "(found by Claude, evidence checked)" in state.status_entry and state.llm.status == "ok"
+    assert "(found by Claude, evidence checked)" in state.out.status_entry and state.out.llm.status == "ok"
     assert len(fake.requests) == 1
 
 
 def test_a_sample_quote_must_be_in_a_completion_rlagent_read(l_run, tmp_path):
     _, rules = l_run
-    sample = rules.observation.rollouts[0]
+    sample = rules.out.observation.rollouts[0]
     quote = sample.completion.strip()[:40]
     answer = diagnosis(
         extra_findings=[
@@ -106,7 +107,7 @@ def test_a_sample_quote_must_be_in_a_completion_rlagent_read(l_run, tmp_path):
         ]
     )
     llm, _ = scripted(tool_reply("report_diagnosis", answer))
-    ids = {f.id for f in check(copy_run("reverse-text-l", tmp_path), tmp_path, llm).findings}
+    ids = {f.id for f in check(copy_run("reverse-text-l", tmp_path), tmp_path, llm).out.findings}
     assert "length_explosion" in ids and "reward_constant" not in ids
 
 
@@ -114,7 +115,7 @@ def test_an_invalid_answer_gets_one_repair_that_quotes_the_errors(tmp_path):
     bad = diagnosis(extra_findings=[{"id": "run_crashed; rm -rf /", "severity": "warning", "summary": "x", "evidence": []}])
     llm, fake = scripted(tool_reply("report_diagnosis", bad), tool_reply("report_diagnosis", diagnosis(narrative="Fixed.")))
     state = check(copy_run("reverse-text-h", tmp_path), tmp_path, llm)
-    assert state.llm.status == "ok" and "Claude's reading: Fixed." in state.llm.notes
+    assert state.out.llm.status == "ok" and "Claude's reading: Fixed." in state.out.llm.notes
     repair = fake.requests[1]
     assert repair["tool_choice"] == {"type": "tool", "name": "report_diagnosis"}
     result = repair["messages"][-1]["content"][0]
@@ -127,18 +128,20 @@ def test_invalid_twice_leaves_the_rules_alone_and_the_entry_says_so(tmp_path):
     llm, fake = scripted(bad, bad)
     rules = check(copy_run("reverse-text-l", tmp_path / "r"), tmp_path / "r")
     state = check(copy_run("reverse-text-l", tmp_path), tmp_path, llm)
-    assert [f.model_dump(exclude={"since"}) for f in state.findings] == [f.model_dump(exclude={"since"}) for f in rules.findings]
-    assert state.health == rules.health and len(fake.requests) == 2
+    assert [f.model_dump(exclude={"since"}) for f in state.out.findings] == [
+        f.model_dump(exclude={"since"}) for f in rules.out.findings
+    ]
+    assert state.out.health == rules.out.health and len(fake.requests) == 2
     assert (
-        state.llm.status == "invalid"
-        and "LLM: answer invalid (diagnostician: report_diagnosis answer invalid" in state.status_entry
+        state.out.llm.status == "invalid"
+        and "LLM: answer invalid (diagnostician: report_diagnosis answer invalid" in state.out.status_entry
     )
 
 
 def test_a_text_only_answer_is_asked_again_for_the_tool(tmp_path):
     llm, fake = scripted(text_reply("I think the run is fine."), tool_reply("report_diagnosis", diagnosis()))
     state = check(copy_run("reverse-text-h", tmp_path), tmp_path, llm)
-    assert state.llm.status == "ok" and len(fake.requests) == 2
+    assert state.out.llm.status == "ok" and len(fake.requests) == 2
     assert fake.requests[1]["messages"][-1]["content"] == [
         {"type": "text", "text": "Answer only by calling report_diagnosis now."}
     ]
@@ -146,7 +149,7 @@ def test_a_text_only_answer_is_asked_again_for_the_tool(tmp_path):
 
 def test_read_only_tool_rounds_are_bounded_and_return_fenced_lines(l_run, tmp_path):
     _, rules = l_run
-    event = rules.observation.warning_groups[0].first
+    event = rules.out.observation.warning_groups[0].first
     read = {"file": event.file, "line": event.line, "before": 1, "after": 1}
     llm, fake = scripted(
         tool_reply("read_log_lines", read),
@@ -165,12 +168,12 @@ def test_read_only_tool_rounds_are_bounded_and_return_fenced_lines(l_run, tmp_pa
     first = fake.requests[1]["messages"][-1]["content"][0]["content"]
     assert first.startswith("<untrusted source=") and f"{event.line}: " in first and first.rstrip().endswith("</untrusted>")
     assert "is not a log file inside the run dir" in fake.requests[2]["messages"][-1]["content"][0]["content"]
-    assert state.llm.status == "ok" and state.llm.usage.calls == 4
+    assert state.out.llm.status == "ok" and state.out.llm.usage.calls == 4
 
 
 def test_the_prompt_fits_the_input_budget_whatever_the_size_of_the_logs(l_run):
     _, state = l_run
-    obs = state.observation
+    obs = state.out.observation
     event = obs.warning_groups[0].first
     huge = obs.model_copy(
         update={
@@ -183,7 +186,7 @@ def test_the_prompt_fits_the_input_budget_whatever_the_size_of_the_logs(l_run):
         }
     )
     llm, _ = scripted()
-    big = state.model_copy(update={"observation": huge})
+    big = applied(state, {"observation": huge})
     prompt = diagnosis_prompt(big, llm)
     request = {**base_request("1h", 2048), "tool_choice": {"type": "any"}, "messages": [{"role": "user", "content": prompt}]}
     assert estimate_tokens(request) <= llm.settings.max_input_tokens - TOOL_ROOM
@@ -244,7 +247,7 @@ def test_injected_instructions_and_commands_reach_no_proposal_and_no_command(tmp
         tool_reply("effect_verdict", {"approve": True, "reasons": ["`sudo shutdown now`"]}),
     )
     state = check(copy_run("crash-oom-h", tmp_path), tmp_path, llm, launch_command=LAUNCH)
-    review = state.reviews[0]
+    review = state.out.reviews[0]
     assert review.proposal.action.value == "restart_with_overrides"
     assert [(o.knob.value, o.value) for o in review.proposal.overrides] == [("seq_len", 1536.0)]  # the rules' choice
     plan_text = json.dumps(review.plan.model_dump(mode="json"))
@@ -252,7 +255,7 @@ def test_injected_instructions_and_commands_reach_no_proposal_and_no_command(tmp
     for bad in ("rm -rf", "curl", "reboot", "shutdown", "ignore previous", "Ignore previous", "evil"):
         assert bad not in plan_text and bad not in proposal_text
     assert review.plan.send is not None and review.plan.send.startswith("uv run rl @ configs/rl.toml")
-    entry = state.status_entry
+    entry = state.out.status_entry
     line = next(x for x in entry.splitlines() if x.startswith("- Claude's reading:"))
     assert "`" not in line and "<script>" not in line and "](" not in line
     assert "Claude's choice, advisory" in entry and "max_completion_tokens" in entry
@@ -261,18 +264,18 @@ def test_injected_instructions_and_commands_reach_no_proposal_and_no_command(tmp
 
 def test_a_revision_round_claude_can_withdraw_but_not_revive(tmp_path):
     state = check(copy_run("crash-oom-h", tmp_path / "r"), tmp_path / "r", launch_command=LAUNCH)
-    proposal = state.reviews[0].proposal
+    proposal = state.out.reviews[0].proposal
     review = Review(
         round=1,
         proposal=proposal,
-        plan=state.reviews[0].plan,
+        plan=state.out.reviews[0].plan,
         verdicts=[
             Verdict(
                 reviewer="effect reviewer", duty="d", approve=False, reasons=[Check(name="override_range", ok=False, detail="x")]
             )
         ],
     )
-    revising = state.model_copy(update={"reviews": [review], "proposal": proposal, "proposal_notes": []})
+    revising = applied(state, {"reviews": [review], "proposal": proposal, "proposal_notes": []})
     llm, fake = scripted(tool_reply("report_revision", {"decision": "withdraw", "why": "the evidence is thin"}))
     out = revise_with_claude(revising, revise(review), llm, Thresholds())
     assert out["proposal"] is None and "Claude withdrew the proposal after review round 1" in out["proposal_notes"][-1]
@@ -295,7 +298,7 @@ def test_a_revision_round_claude_can_withdraw_but_not_revive(tmp_path):
 
 
 def test_every_answer_model_is_its_own_tool_schema():
-    from rlagent.agents.llm_models import ANSWERS, tools
+    from rlagent.agents.llm.models import ANSWERS, tools
 
     schemas = {t["name"]: t["input_schema"] for t in tools()}
     assert set(ANSWERS) <= set(schemas)

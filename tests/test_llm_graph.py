@@ -4,9 +4,9 @@ overturns one), revision routing, and usage in the run's history and the JSON re
 
 from __future__ import annotations
 
-from rlagent.agents.llm_runtime import LLMRuntime
+from rlagent.agents.llm.runtime import LLMRuntime
 from rlagent.graph.runner import build_report
-from rlagent.tools.llm import LLMSettings, LLMUnavailable, TokenUsage, tool_reply
+from rlagent.tools.llm.client import LLMSettings, LLMUnavailable, TokenUsage, tool_reply
 
 from llm_helpers import LAUNCH, check, copy_run, diagnosis, log_line, monitor, scripted
 
@@ -23,16 +23,16 @@ class Refuses:
 def test_llm_off_is_rules_only_and_the_entry_says_so(tmp_path):
     llm = LLMRuntime.from_settings(LLMSettings(mode="off"), {"ANTHROPIC_API_KEY": "k"}, client_factory=Refuses)
     state = check(copy_run("crash-oom-h", tmp_path), tmp_path, llm, launch_command=LAUNCH)
-    assert "- LLM: off (--llm off; rules only)" in state.status_entry
-    assert [c.name for v in state.reviews[0].verdicts for c in v.reasons if c.name.startswith("claude")] == []
+    assert "- LLM: off (--llm off; rules only)" in state.out.status_entry
+    assert [c.name for v in state.out.reviews[0].verdicts for c in v.reasons if c.name.startswith("claude")] == []
     assert build_report(state)["llm"]["status"] == "off"
 
 
 def test_auto_without_a_key_is_off_with_the_reason(tmp_path):
     llm = LLMRuntime.from_settings(LLMSettings(), {}, client_factory=Refuses)
     state = check(copy_run("reverse-text-h", tmp_path), tmp_path, llm)
-    assert "- LLM: off (no ANTHROPIC_API_KEY; rules only)" in state.status_entry
-    assert state.llm_log[-1].status == "off"
+    assert "- LLM: off (no ANTHROPIC_API_KEY; rules only)" in state.out.status_entry
+    assert state.memory.llm_log[-1].status == "off"
 
 
 def test_an_outage_leaves_the_rules_in_charge_and_costs_one_wait(tmp_path):
@@ -40,11 +40,13 @@ def test_an_outage_leaves_the_rules_in_charge_and_costs_one_wait(tmp_path):
     llm, fake = scripted(LLMUnavailable("overloaded (HTTP 529); gave up after 7 attempt(s) in 58.3 s"))
     state = check(copy_run("crash-oom-h", tmp_path), tmp_path, llm, launch_command=LAUNCH)
     assert len(fake.requests) == 1  # the personas do not each wait out the outage again
-    assert [f.id for f in state.findings] == [f.id for f in rules.findings] and state.health == rules.health
-    assert [v.approve for v in state.reviews[0].verdicts] == [v.approve for v in rules.reviews[0].verdicts]
-    notes = [c.detail for v in state.reviews[0].verdicts for c in v.reasons if c.name == "claude_unavailable"]
+    assert [f.id for f in state.out.findings] == [f.id for f in rules.out.findings] and state.out.health == rules.out.health
+    assert [v.approve for v in state.out.reviews[0].verdicts] == [v.approve for v in rules.out.reviews[0].verdicts]
+    notes = [c.detail for v in state.out.reviews[0].verdicts for c in v.reasons if c.name == "claude_unavailable"]
     assert len(notes) == 3 and all("the rules verdict stands" in n for n in notes)
-    assert "LLM: unavailable (diagnostician: overloaded (HTTP 529); gave up after 7 attempt(s) in 58.3 s" in state.status_entry
+    assert (
+        "LLM: unavailable (diagnostician: overloaded (HTTP 529); gave up after 7 attempt(s) in 58.3 s" in state.out.status_entry
+    )
     assert build_report(state)["llm"]["status"] == "unavailable"
 
 
@@ -70,7 +72,7 @@ def test_the_auditors_quote_is_checked_on_disk_and_a_false_one_rejects(tmp_path)
         },
     )
     llm, _ = scripted(*answers)
-    good = check(run, tmp_path, llm, launch_command=LAUNCH).reviews[0].verdicts[0]
+    good = check(run, tmp_path, llm, launch_command=LAUNCH).out.reviews[0].verdicts[0]
     assert good.reviewer == "evidence auditor" and good.approve
     assert any(c.name == "claude_quote_on_disk" and c.ok and "trainer.log:30" in c.detail for c in good.reasons)
 
@@ -83,7 +85,7 @@ def test_the_auditors_quote_is_checked_on_disk_and_a_false_one_rejects(tmp_path)
         },
     )
     llm, _ = scripted(*answers)
-    bad = check(run, tmp_path / "b", llm, launch_command=LAUNCH).reviews[0].verdicts[0]
+    bad = check(run, tmp_path / "b", llm, launch_command=LAUNCH).out.reviews[0].verdicts[0]
     assert not bad.approve  # the rules auditor approved; Claude's unverifiable approval turns the slot into a rejection
     assert any(c.name == "claude_quote_on_disk" and not c.ok for c in bad.reasons)
     assert log_line(run, "logs/attempt_1/trainer.log", 30).endswith("Fatal error in train")
@@ -105,14 +107,14 @@ def test_a_persona_cannot_overturn_a_rules_rejection_and_a_rejection_ends_the_ro
     )
     llm, fake = scripted(*answers)
     state = check(run, tmp_path, llm, launch_command=LAUNCH)
-    verdicts = {v.reviewer: v for v in state.reviews[0].verdicts}
+    verdicts = {v.reviewer: v for v in state.out.reviews[0].verdicts}
     assert not verdicts["safety officer"].approve and any(c.name == "claude_approves" for c in verdicts["safety officer"].reasons)
     assert not verdicts["effect reviewer"].approve and any(
         c.name == "claude_rejects" for c in verdicts["effect reviewer"].reasons
     )
-    assert len(state.reviews) == 1 and state.proposal is None
+    assert len(state.out.reviews) == 1 and state.out.proposal is None
     assert [r["tool_choice"].get("name") for r in fake.requests] == [None, "audit_verdict", "safety_verdict", "effect_verdict"]
-    assert "proposal withdrawn after review round 1" in state.status_entry
+    assert "proposal withdrawn after review round 1" in state.out.status_entry
 
 
 def test_usage_goes_to_the_run_history_the_report_and_the_entry(tmp_path):
@@ -127,17 +129,17 @@ def test_usage_goes_to_the_run_history_the_report_and_the_entry(tmp_path):
         second = m.check_in()
     finally:
         m.close()
-    assert first.llm.usage.calls == 4 and set(first.llm.roles) == {
+    assert first.out.llm.usage.calls == 4 and set(first.out.llm.roles) == {
         "diagnostician",
         "evidence_auditor",
         "safety_officer",
         "effect_reviewer",
     }
-    assert first.llm.usage.cache_read_input_tokens == 6000 and first.llm.usage.input_tokens == 2000
-    assert [r.checkin for r in second.llm_log] == [1, 2] and second.llm_log[0] == first.llm
+    assert first.out.llm.usage.cache_read_input_tokens == 6000 and first.out.llm.usage.input_tokens == 2000
+    assert [r.checkin for r in second.memory.llm_log] == [1, 2] and second.memory.llm_log[0] == first.out.llm
     report = build_report(first)["llm"]
     assert report["usage"]["prompt_tokens"] == 8000 and report["usage"]["cache_share"] == 0.75
-    assert "input 8,000 tokens (6,000 from cache, 0 written to cache), output 300" in first.status_entry
+    assert "input 8,000 tokens (6,000 from cache, 0 written to cache), output 300" in first.out.status_entry
 
 
 def test_no_langgraph_retry_is_stacked_on_the_client_retries(tmp_path):
@@ -150,14 +152,14 @@ def test_no_langgraph_retry_is_stacked_on_the_client_retries(tmp_path):
 
 
 def test_an_eval_summary_adds_up_the_check_ins(tmp_path):
-    from rlagent.tools.llm_budget import summarise
+    from rlagent.tools.llm.budget import summarise
 
     run, answers = _crash_answers(tmp_path, {"approve": False, "verified": [], "reasons": ["cannot tell"]})
     llm, _ = scripted(*answers)
     state = check(run, tmp_path, llm, launch_command=LAUNCH)
     off = LLMRuntime.from_settings(LLMSettings(mode="off"), {})
     quiet = check(copy_run("reverse-text-h", tmp_path / "h"), tmp_path / "h", off)
-    summary = summarise([state.llm, quiet.llm])
+    summary = summarise([state.out.llm, quiet.out.llm])
     assert summarise([build_report(state)["llm"], build_report(quiet)["llm"]]) == summary
     assert summary["statuses"] == {"ok": 1, "off": 1} and summary["calls"] == 4
     assert summary["input_tokens"] == 8000 and summary["cache_share"] == 0.75

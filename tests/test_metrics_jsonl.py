@@ -77,6 +77,6 @@ def test_nan_from_the_log_survives_the_jsonl_which_dropped_it(tmp_path):
     del rows[2]["loss/mean"]  # prime-rl drops non-finite values from metrics.jsonl
     (run.dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     state = Monitor(discover_run(run.dir), home=tmp_path / "home", offline=True).check_in()
-    assert math.isnan(state.history.trainer[4]["loss"])
-    assert state.history.trainer[4]["entropy"] == 0.44101  # the precise JSONL value refines the log's
-    assert any(f.id == "nan_detected" for f in state.findings)
+    assert math.isnan(state.memory.history.trainer[4]["loss"])
+    assert state.memory.history.trainer[4]["entropy"] == 0.44101  # the precise JSONL value refines the log's
+    assert any(f.id == "nan_detected" for f in state.out.findings)

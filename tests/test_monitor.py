@@ -8,7 +8,7 @@ import pytest
 from rlagent.agents.writer import write
 from rlagent.graph.build import Nodes
 from rlagent.graph.runner import Monitor, build_report
-from rlagent.graph.state import Health
+from rlagent.models.run import Health
 from rlagent.tools.layout import discover_run
 
 from runbuilder import HRun
@@ -24,8 +24,8 @@ def test_first_checkin_writes_summary_then_entry_and_later_ones_read_only_new_by
     run.steps(20)
     mon = monitor(run, tmp_path)
     first = mon.check_in()
-    assert first.checkin == 1 and first.health is Health.HEALTHY and first.findings == []
-    assert first.observation.trainer_step == 20 and first.observation.now == run.clock
+    assert first.checkin == 1 and first.out.health is Health.HEALTHY and first.out.findings == []
+    assert first.out.observation.trainer_step == 20 and first.out.observation.now == run.clock
     status = run.status()
     assert status.startswith("# Run status: reverse-text-run") and status.count("## 2026-11-20") == 1
 
@@ -33,8 +33,8 @@ def test_first_checkin_writes_summary_then_entry_and_later_ones_read_only_new_by
     run.steps(5)
     grown = sum(p.stat().st_size for p in run.logs.iterdir()) - size_before
     second = mon.check_in()
-    assert second.checkin == 2 and second.observation.bytes_read == grown
-    assert sorted(second.history.trainer) == list(range(1, 26))
+    assert second.checkin == 2 and second.out.observation.bytes_read == grown
+    assert sorted(second.memory.history.trainer) == list(range(1, 26))
     assert run.status().count("<!-- rlagent:checkin ") == 3  # summary + two entries
     mon.close()
 
@@ -45,8 +45,8 @@ def test_state_survives_the_monitor_restart(tmp_path):
     monitor(run, tmp_path).check_in()
     run.steps(3)
     again = monitor(run, tmp_path).check_in()  # a new process would open the same store
-    assert again.checkin == 2 and len(again.history.trainer) == 13
-    assert again.observation.bytes_read < 2000
+    assert again.checkin == 2 and len(again.memory.history.trainer) == 13
+    assert again.out.observation.bytes_read < 2000
 
 
 def test_a_new_attempt_is_noticed_and_read(tmp_path):
@@ -59,10 +59,10 @@ def test_a_new_attempt_is_noticed_and_read(tmp_path):
     run.log("trainer.log", "INFO", "Resuming training from checkpoint step 10")
     run.steps(4)
     state = mon.check_in()
-    assert state.observation.new_attempt and state.attempt == "attempt_2"
-    assert any("new attempt attempt_2" in n for n in state.observation.notes)
-    assert all(key.startswith("logs/attempt_2/") for key in state.cursors)
-    assert max(state.history.trainer) == 14
+    assert state.out.observation.new_attempt and state.memory.attempt == "attempt_2"
+    assert any("new attempt attempt_2" in n for n in state.out.observation.notes)
+    assert all(key.startswith("logs/attempt_2/") for key in state.memory.cursors)
+    assert max(state.memory.history.trainer) == 14
 
 
 def test_crash_after_append_before_checkpoint_never_duplicates(tmp_path):
@@ -85,7 +85,7 @@ def test_crash_after_append_before_checkpoint_never_duplicates(tmp_path):
     # The next check-in first finishes #1 from its checkpoint (its entry is already there),
     # then runs #2.
     redo = monitor(run, tmp_path).check_in()
-    assert redo.checkin == 2 and redo.written is True
+    assert redo.checkin == 2 and redo.out.written is True
     assert run.status().count("#1 -->") == 1 and run.status().count("#2 -->") == 1
 
 
@@ -95,14 +95,14 @@ def test_a_finding_that_persists_is_said_to_persist(tmp_path):
     run.steps(12, entropy=lambda s: 0.01)
     mon = monitor(run, tmp_path)
     first = mon.check_in()
-    assert [f.id for f in first.findings] == ["entropy_collapse"]
+    assert [f.id for f in first.out.findings] == ["entropy_collapse"]
     run.clock += timedelta(hours=1)
     run.steps(3, entropy=lambda s: 0.01)
     second = mon.check_in()
-    (finding,) = second.findings
-    assert finding.checkins == 2 and finding.since == first.observation.now
-    assert "persisting for 2 check-ins" in second.status_entry
-    assert second.health is Health.DEGRADED
+    (finding,) = second.out.findings
+    assert finding.checkins == 2 and finding.since == first.out.observation.now
+    assert "persisting for 2 check-ins" in second.out.status_entry
+    assert second.out.health is Health.DEGRADED
 
 
 def test_two_runs_keep_separate_state(tmp_path):
@@ -114,7 +114,7 @@ def test_two_runs_keep_separate_state(tmp_path):
     ma.check_in()
     mb.check_in()
     assert ma.check_in().checkin == 2 and mb.state().checkin == 1
-    assert mb.state().observation.trainer_step == 9
+    assert mb.state().out.observation.trainer_step == 9
 
 
 def test_no_write_leaves_status_untouched(tmp_path):
@@ -122,7 +122,7 @@ def test_no_write_leaves_status_untouched(tmp_path):
     run.steps(5)
     (run.dir / "STATUS.md").write_text("mine\n")
     state = monitor(run, tmp_path, write=False).check_in()
-    assert run.status() == "mine\n" and state.status_entry.startswith("## 2026-11-20")
+    assert run.status() == "mine\n" and state.out.status_entry.startswith("## 2026-11-20")
 
 
 def test_run_with_no_step_yet_and_malformed_files(tmp_path):
@@ -135,12 +135,12 @@ def test_run_with_no_step_yet_and_malformed_files(tmp_path):
     assert report["step"] == 1  # from the one good metrics row
     notes = " | ".join(report["notes"])
     assert "configs/trainer.json: malformed JSON" in notes and "metrics.jsonl: skipped 1 malformed row(s)" in notes
-    assert "configs/trainer.json: malformed JSON" in state.status_entry
+    assert "configs/trainer.json: malformed JSON" in state.out.status_entry
     json.dumps(report)
 
 
 def test_empty_run_dir_checks_in_with_nothing_to_say(tmp_path):
     run = HRun(tmp_path)
     state = monitor(run, tmp_path).check_in()
-    assert state.observation.trainer_step is None
-    assert "**Step**: n/a / 100" in state.status_entry
+    assert state.out.observation.trainer_step is None
+    assert "**Step**: n/a / 100" in state.out.status_entry

@@ -16,7 +16,8 @@ from rlagent.agents.command_plan import PlanDeps
 from rlagent.agents.diagnostician import revising
 from rlagent.agents.launcher import LauncherDeps, make_launcher
 from rlagent.agents.review import ReviewDeps, make_team_review
-from rlagent.graph.actions import (
+from rlagent.graph.build import Nodes, build_graph
+from rlagent.models.actions import (
     KNOBS,
     ActionKind,
     ApprovalMode,
@@ -29,8 +30,10 @@ from rlagent.graph.actions import (
     TmuxTarget,
     Verdict,
 )
-from rlagent.graph.build import Nodes, build_graph
-from rlagent.graph.state import Category, CheckinState, Finding, LiveProbes, Observation, RunConfig, Severity
+from rlagent.models.findings import Finding
+from rlagent.models.observation import LiveProbes, Observation
+from rlagent.models.run import Category, RunConfig, Severity
+from rlagent.models.state import CheckinState, typed_node
 from rlagent.tools.launch_command import build_argv, command_line
 from rlagent.tools.layout import discover_run
 
@@ -125,13 +128,13 @@ def test_sent_iff_unanimous_review_and_a_person_and_always_the_built_command(
 
     def diagnostician(state):
         if revising(state):
-            return {"proposal": None if withdraw else state.proposal.model_copy(update={"revision": 1})}
+            return {"proposal": None if withdraw else state.out.proposal.model_copy(update={"revision": 1})}
         return {"findings": found, "proposal": proposal}
 
     with tempfile.TemporaryDirectory() as journal_dir:
         nodes = Nodes(
-            collector=collector,
-            diagnostician=diagnostician,
+            collector=typed_node(collector),
+            diagnostician=typed_node(diagnostician),
             writer=lambda state: {},
             team_review=make_team_review(
                 ReviewDeps(reviewers=reviewers, planning=PlanDeps(target=TmuxTarget(), launch_command=shlex.join(LAUNCH)))
@@ -157,8 +160,8 @@ def test_sent_iff_unanimous_review_and_a_person_and_always_the_built_command(
             result = graph.invoke(Command(resume=decision.model_dump(mode="json")), config)
     state = CheckinState.model_validate(result)
 
-    final = state.reviews[-1]
-    agreed = final.agreed and state.proposal is not None
+    final = state.out.reviews[-1]
+    agreed = final.agreed and state.out.proposal is not None
     assert asked == agreed  # the gate is reached only with unanimity
     assert bool(pane.sent) == (agreed and person)
     if not pane.sent:
@@ -173,12 +176,12 @@ def test_sent_iff_unanimous_review_and_a_person_and_always_the_built_command(
         run_dir=run.run_dir,
         run_name=run.name,
         resume_step=10,
-        overrides=state.proposal.overrides,
+        overrides=state.out.proposal.overrides,
         max_steps=100,
     )
     assert pane.sent == [("line", command_line(expected))]
     assert shlex.split(pane.sent[0][1]) == expected
-    assert state.launch.sent == command_line(expected)
+    assert state.out.launch.sent == command_line(expected)
 
 
 def _crashed_run(factory):

@@ -17,20 +17,9 @@ import pytest
 
 from rlagent.agents.rules import RULES, RuleContext, Thresholds, health_of, run_rules
 from rlagent.agents.rules.context import noise_sd, rolling_median, streak_vs_reference, theil_sen_slope
-from rlagent.graph.state import (
-    CheckinState,
-    EvalPoint,
-    Health,
-    Layout,
-    LiveProbes,
-    LogEvent,
-    MetricHistory,
-    Observation,
-    ProcessInfo,
-    RunConfig,
-    RunInfo,
-    Severity,
-)
+from rlagent.models.observation import EvalPoint, LiveProbes, LogEvent, MetricHistory, Observation, ProcessInfo
+from rlagent.models.run import Health, Layout, RunConfig, RunInfo, Severity
+from rlagent.models.state import CheckinOutput, CheckinState, RunMemory
 
 NOW = datetime(2026, 9, 1, 12, 0, tzinfo=UTC)
 STEP_SECONDS = 40.0
@@ -1081,11 +1070,10 @@ def test_context_from_state_merges_new_events_once_per_kind():
     oom = crash.model_copy(update={"kind": "cuda_oom"})  # the collector files the cause under its own kind
     state = CheckinState(
         run=RunInfo(run_dir="/runs/x", layout=Layout.H, name="x"),
-        history=run.ctx().history,
-        events=[*run.events, crash],
-        config=run.config,
-        observation=run.ctx().observation.model_copy(update={"new_events": [crash, oom]}),
-        processes_seen=run.processes_seen,
+        memory=RunMemory(
+            history=run.ctx().history, events=[*run.events, crash], config=run.config, processes_seen=run.processes_seen
+        ),
+        out=CheckinOutput(observation=run.ctx().observation.model_copy(update={"new_events": [crash, oom]})),
     )
     ctx = RuleContext.from_state(state)
     assert len(ctx.events) == len(run.events) + 2

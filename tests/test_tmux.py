@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from rlagent.graph.actions import ApprovalMode, LaunchStatus, TmuxTarget
 from rlagent.graph.runner import ActionConfig, Monitor
+from rlagent.models.actions import ApprovalMode, LaunchStatus, TmuxTarget
 from rlagent.tools.layout import discover_run
 from rlagent.tools.tmux import TmuxError, open_launcher
 
@@ -43,7 +43,7 @@ def _pending_monitor(tmp_path, target, **kwargs):
     actions = ActionConfig(approve=ApprovalMode.ASK, target=target, launch_command=LAUNCH, verify_timeout_s=2, verify_poll_s=0.2)
     monitor = Monitor(discover_run(run.dir), home=tmp_path / "home", clock=lambda: run.clock, actions=actions, **kwargs)
     state = monitor.check_in()
-    assert state.reviews[-1].agreed, state.reviews[-1].verdicts
+    assert state.out.reviews[-1].agreed, state.out.reviews[-1].verdicts
     return run, monitor
 
 
@@ -54,10 +54,10 @@ def test_a_busy_launcher_pane_refuses_the_restart(tmp_path, tmux_servers):  # no
     run, monitor = _pending_monitor(tmp_path, tmux.target)
     request_id, request = monitor.pending()
     state = monitor.decide(True, by="test", request_id=request_id)
-    assert state.launch.status is LaunchStatus.REFUSED and state.launch.sent is None
-    assert "busy running `sleep`" in state.launch.note and "nothing sent" in state.launch.note
+    assert state.out.launch.status is LaunchStatus.REFUSED and state.out.launch.sent is None
+    assert "busy running `sleep`" in state.out.launch.note and "nothing sent" in state.out.launch.note
     assert request.command not in tmux.text() and "--resume.step" not in tmux.text()
-    assert "busy running" in run.status().rsplit("## ", 1)[1] and state.dispatches == []
+    assert "busy running" in run.status().rsplit("## ", 1)[1] and state.memory.dispatches == []
     tmux.pane().send_key("C-c")
 
 
@@ -68,8 +68,8 @@ def test_a_missing_session_or_window_is_a_clear_error_and_nothing_is_sent(tmp_pa
     run, monitor = _pending_monitor(tmp_path, target)
     request_id, _ = monitor.pending()
     state = monitor.decide(True, by="test", request_id=request_id)
-    assert state.launch.status is LaunchStatus.ERROR and state.launch.sent is None
-    assert f"no {'tmux session' if where == 'session' else 'window'} 'elsewhere'" in state.launch.note
+    assert state.out.launch.status is LaunchStatus.ERROR and state.out.launch.sent is None
+    assert f"no {'tmux session' if where == 'session' else 'window'} 'elsewhere'" in state.out.launch.note
     assert "--resume.step" not in tmux.text()
     assert "nothing sent" in run.status().rsplit("## ", 1)[1]
     assert shlex.split(LAUNCH)[0] not in tmux.text()
@@ -89,11 +89,11 @@ def test_a_restart_that_does_not_come_back_is_reported_down(tmp_path, tmux_serve
     monitor.check_in()
     request_id, request = monitor.pending()
     state = monitor.decide(True, by="test", request_id=request_id)
-    assert state.launch.status is LaunchStatus.SENT and state.launch.sent == request.command
-    assert not state.launch.verification.ok and "the command exited" in state.launch.note
+    assert state.out.launch.status is LaunchStatus.SENT and state.out.launch.sent == request.command
+    assert not state.out.launch.verification.ok and "the command exited" in state.out.launch.note
     followup = run.status().rsplit("## ", 1)[1]
     assert "**Health**: Down" in followup and "restart failed" in followup and "FAILED processes_back" in followup
-    assert state.dispatches[-1].verified is False
+    assert state.memory.dispatches[-1].verified is False
 
 
 def test_a_monitor_dying_after_the_send_never_sends_twice(tmp_path, tmux_servers):  # noqa: F811
@@ -121,6 +121,6 @@ def test_a_monitor_dying_after_the_send_never_sends_twice(tmp_path, tmux_servers
 
     again = Monitor(discover_run(run.dir), home=tmp_path / "home", clock=lambda: run.clock, actions=ActionConfig(**actions))
     state = again.check_in()  # first finishes the sent decision from its write-ahead record, then checks in
-    assert state.checkin == 2 and state.dispatches[-1].checkin == 1
+    assert state.checkin == 2 and state.memory.dispatches[-1].checkin == 1
     assert tmux.text().count(request.command) == 1 and run.status().count("<!-- rlagent:followup") == 1
     assert "already sent" not in run.status() and f"  ```\n  {request.command}\n  ```" in run.status()

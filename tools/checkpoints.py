@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from rlagent.graph.state import Layout
+from rlagent.models.run import Layout
 
 _STEP_DIR = re.compile(r"^step_(\d+)$")
 

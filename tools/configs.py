@@ -7,7 +7,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from rlagent.graph.state import Layout, RunConfig
+from rlagent.models.run import Layout, RunConfig
 
 # Candidate key paths per setting, first hit wins; files are read in this order.
 _FILES = {

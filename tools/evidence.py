@@ -9,7 +9,7 @@ import math
 from collections.abc import Iterator
 from pathlib import Path
 
-from rlagent.graph.state import Layout
+from rlagent.models.run import Layout
 from rlagent.tools.layout import log_files, process_of
 from rlagent.tools.loglines import clean, parse_head
 from rlagent.tools.rollouts import l_step_fractions

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from rlagent.graph.actions import KNOBS, Override
+from rlagent.models.actions import KNOBS, Override
 
 # Tokens a shell would treat as operators: a launch command is one simple command.
 SHELL_OPERATORS = frozenset({";", "&&", "||", "|", "&", ">", ">>", "<", "<<", "|&", "(", ")", ";;", "&>", ">&", "<&"})

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import psutil
 
-from rlagent.graph.actions import LaunchCommand, LaunchSource
+from rlagent.models.actions import LaunchCommand, LaunchSource
 from rlagent.tools.launch_command import SHELL_OPERATORS, CommandError, check_argv, split_words
 
 TITLES = ("PRIME-RL::", "Verifiers::")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from rlagent.graph.state import Layout, RunInfo
+from rlagent.models.run import Layout, RunInfo
 
 
 class RunNotFound(Exception):

@@ -12,7 +12,7 @@ from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import NamedTuple
 
-from rlagent.graph.state import FileCursor, LogEvent, WarningGroup
+from rlagent.models.observation import FileCursor, LogEvent, WarningGroup
 from rlagent.tools.dayclock import date_points
 from rlagent.tools.layout import process_of
 from rlagent.tools.logscan import INFERENCE_NEEDLES, NEEDLES, scan_file

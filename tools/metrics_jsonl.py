@@ -12,7 +12,7 @@ from pathlib import Path
 
 import orjson
 
-from rlagent.graph.state import EvalPoint, FileCursor
+from rlagent.models.observation import EvalPoint, FileCursor
 from rlagent.tools.metric_names import canonical_jsonl, eval_scores, is_orchestrator_row
 from rlagent.tools.tail import iter_complete_lines, plan_read
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import psutil
 
-from rlagent.graph.state import ProcessInfo
+from rlagent.models.observation import ProcessInfo
 
 TITLE_PREFIXES = (b"PRIME-RL::", b"Verifiers::")
 

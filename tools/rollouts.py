@@ -14,7 +14,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from rlagent.graph.state import Layout, Rollout
+from rlagent.models.observation import Rollout
+from rlagent.models.run import Layout
 
 _STEP_DIR = re.compile(r"^step_(\d+)$")
 MAX_COMPLETION = 600

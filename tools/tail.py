@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from rlagent.graph.state import FileCursor
+from rlagent.models.observation import FileCursor
 
 _HEAD_BYTES = 256
 

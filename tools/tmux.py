@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:  # libtmux loads only when a pane is opened: every check-in imports this module
     from libtmux.pane import Pane
 
-from rlagent.graph.actions import TmuxTarget
+from rlagent.models.actions import TmuxTarget
 
 SHELLS = frozenset({"bash", "zsh", "sh", "dash", "fish", "ksh", "mksh", "tcsh", "csh", "nu", "xonsh"})
 HISTORY_LINES = 2000

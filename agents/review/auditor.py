@@ -6,7 +6,7 @@ at file:line, the metric value at its step, the process table, the newest step a
 from __future__ import annotations
 
 from rlagent.agents.review.protocol import ReviewPacket
-from rlagent.graph.actions import Check, LogClaim, MetricClaim, ProcessClaim, StallClaim, Verdict
+from rlagent.models.actions import Check, LogClaim, MetricClaim, ProcessClaim, StallClaim, Verdict
 from rlagent.tools.evidence import inside, line_at, metric_on_disk, newest_step, process_logs, same_value
 from rlagent.tools.processes import find_run_processes
 from rlagent.tools.textfmt import fmt

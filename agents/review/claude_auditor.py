@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlagent.agents.llm_evidence import Readers
-from rlagent.agents.llm_models import AuditVerdict, ReadLogLines
-from rlagent.agents.llm_prompts import clip, untrusted
+from rlagent.agents.llm.evidence import Readers
+from rlagent.agents.llm.models import AuditVerdict, ReadLogLines
+from rlagent.agents.llm.prompts import clip, untrusted
 from rlagent.agents.review.claude_base import ClaudePersona, disk_verifier, opinion
 from rlagent.agents.review.protocol import ReviewPacket
-from rlagent.graph.actions import Check, LogClaim, MetricClaim, ProcessClaim, StallClaim
+from rlagent.models.actions import Check, LogClaim, MetricClaim, ProcessClaim, StallClaim
 from rlagent.tools.evidence import metric_on_disk, newest_step, process_logs
 from rlagent.tools.loglines import clean, parse_head
 from rlagent.tools.steplines import parse_step_line

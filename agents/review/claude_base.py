@@ -14,14 +14,14 @@ from typing import Any, ClassVar
 from loguru import logger
 from pydantic import BaseModel
 
-from rlagent.agents.llm_call import ask
-from rlagent.agents.llm_evidence import Verifier
-from rlagent.agents.llm_prompts import render
-from rlagent.agents.llm_runtime import LLMRuntime, prose
+from rlagent.agents.llm.call import ask
+from rlagent.agents.llm.evidence import Verifier
+from rlagent.agents.llm.prompts import render
+from rlagent.agents.llm.runtime import LLMRuntime, prose
 from rlagent.agents.review.protocol import Reviewer, ReviewPacket
-from rlagent.graph.actions import Check, Verdict
-from rlagent.graph.state import MetricHistory
-from rlagent.tools.llm import LLMError
+from rlagent.models.actions import Check, Verdict
+from rlagent.models.observation import MetricHistory
+from rlagent.tools.llm.client import LLMError
 
 
 class ClaudePersona:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from rlagent.agents.llm_models import EffectVerdict
+from rlagent.agents.llm.models import EffectVerdict
 from rlagent.agents.review.claude_base import ClaudePersona, opinion
 from rlagent.agents.review.protocol import ReviewPacket
-from rlagent.graph.actions import Check
+from rlagent.models.actions import Check
 
 
 class ClaudeEffectReviewer(ClaudePersona):

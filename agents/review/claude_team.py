@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rlagent.agents.llm_runtime import LLMRuntime
+from rlagent.agents.llm.runtime import LLMRuntime
 from rlagent.agents.review.auditor import EvidenceAuditor
 from rlagent.agents.review.claude_auditor import ClaudeEvidenceAuditor
 from rlagent.agents.review.claude_base import BothMustApprove, ClaudePersona

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from rlagent.agents.proposals import DOWN, NOT_FIXED_BY_RESTART, OVERRIDE_FOR, STOP_FOR
 from rlagent.agents.review.protocol import ReviewPacket
-from rlagent.graph.actions import KNOBS, ActionKind, Check, Knob, Override, Verdict
-from rlagent.graph.state import Severity
+from rlagent.models.actions import KNOBS, ActionKind, Check, Knob, Override, Verdict
+from rlagent.models.run import Severity
 
 
 class EffectReviewer:

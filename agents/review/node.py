@@ -12,8 +12,8 @@ from loguru import logger
 
 from rlagent.agents.command_plan import PlanDeps, plan_command
 from rlagent.agents.review.protocol import Reviewer, ReviewPacket
-from rlagent.graph.actions import Check, Review, Verdict
-from rlagent.graph.state import CheckinState
+from rlagent.models.actions import Check, Review, Verdict
+from rlagent.models.state import CheckinState, typed_node
 
 
 @dataclass(frozen=True)
@@ -38,21 +38,24 @@ def run_reviewers(reviewers: list[Reviewer], packet: ReviewPacket) -> list[Verdi
 
 def make_team_review(deps: ReviewDeps) -> Callable[[CheckinState], dict]:
     def team_review(state: CheckinState) -> dict:
-        assert state.proposal is not None and state.observation is not None
+        assert state.out.proposal is not None and state.out.observation is not None
         plan = plan_command(state, deps.planning)
         packet = ReviewPacket(
             run=state.run,
-            proposal=state.proposal,
+            proposal=state.out.proposal,
             plan=plan,
-            findings=state.findings,
-            config=state.config,
-            observation=state.observation,
-            dispatches=state.dispatches,
-            now=state.observation.now,
+            findings=state.out.findings,
+            config=state.memory.config,
+            observation=state.out.observation,
+            dispatches=state.memory.dispatches,
+            now=state.out.observation.now,
         )
         review = Review(
-            round=len(state.reviews) + 1, proposal=state.proposal, plan=plan, verdicts=run_reviewers(deps.reviewers, packet)
+            round=len(state.out.reviews) + 1,
+            proposal=state.out.proposal,
+            plan=plan,
+            verdicts=run_reviewers(deps.reviewers, packet),
         )
-        return {"reviews": [*state.reviews, review]}
+        return {"reviews": [*state.out.reviews, review]}
 
-    return team_review
+    return typed_node(team_review)

@@ -13,8 +13,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
-from rlagent.graph.actions import CommandPlan, DispatchRecord, Proposal, Verdict
-from rlagent.graph.state import Finding, Observation, RunConfig, RunInfo
+from rlagent.models.actions import CommandPlan, DispatchRecord, Proposal, Verdict
+from rlagent.models.findings import Finding
+from rlagent.models.observation import Observation
+from rlagent.models.run import RunConfig, RunInfo
 
 
 @dataclass(frozen=True)

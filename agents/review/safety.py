@@ -15,7 +15,7 @@ import shlex
 from datetime import timedelta
 
 from rlagent.agents.review.protocol import ReviewPacket
-from rlagent.graph.actions import ActionKind, Check, Verdict
+from rlagent.models.actions import ActionKind, Check, Verdict
 from rlagent.tools.checkpoints import checkpoint_parts, newest_complete
 from rlagent.tools.launch_command import CommandError, build_argv, flag_value
 

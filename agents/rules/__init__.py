@@ -11,7 +11,8 @@ from collections.abc import Callable, Iterable
 from rlagent.agents.rules import health, performance, progress, stability
 from rlagent.agents.rules.context import RuleContext
 from rlagent.agents.rules.thresholds import Thresholds
-from rlagent.graph.state import Finding, Health, Severity
+from rlagent.models.findings import Finding
+from rlagent.models.run import Health, Severity
 
 Rule = Callable[[RuleContext], Finding | list[Finding] | None]
 

@@ -18,7 +18,9 @@ from datetime import UTC, datetime, timedelta
 from functools import cached_property
 
 from rlagent.agents.rules.thresholds import Thresholds
-from rlagent.graph.state import CheckinState, LogEvent, MetricHistory, Observation, Process, RunConfig
+from rlagent.models.observation import LogEvent, MetricHistory, Observation, Process
+from rlagent.models.run import RunConfig
+from rlagent.models.state import CheckinState
 
 Point = tuple[int, float]
 """(step, value) of one metric."""
@@ -187,15 +189,15 @@ class RuleContext:
 
     @classmethod
     def from_state(cls, state: CheckinState, thresholds: Thresholds | None = None) -> RuleContext:
-        if state.observation is None:
+        if state.out.observation is None:
             raise ValueError("the collector has not produced an observation for this check-in")
         return cls(
-            observation=state.observation,
-            history=state.history,
-            events=list(state.events),
-            config=state.config,
+            observation=state.out.observation,
+            history=state.memory.history,
+            events=list(state.memory.events),
+            config=state.memory.config,
             thresholds=thresholds or Thresholds(),
-            processes_seen=list(state.processes_seen),
+            processes_seen=list(state.memory.processes_seen),
         )
 
     # --- metrics ---------------------------------------------------------------------------

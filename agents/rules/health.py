@@ -7,7 +7,9 @@ from __future__ import annotations
 import re
 
 from rlagent.agents.rules.context import RuleContext, aware, cite_events, file_process, fmt, pct, point
-from rlagent.graph.state import Category, Finding, LogEvent, Severity
+from rlagent.models.findings import Finding
+from rlagent.models.observation import LogEvent
+from rlagent.models.run import Category, Severity
 
 CAT = Category.HEALTH
 CKPT_PARTS = ("trainer", "orchestrator")

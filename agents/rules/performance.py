@@ -17,7 +17,9 @@ from rlagent.agents.rules.context import (
     times,
     trailing,
 )
-from rlagent.graph.state import Category, Finding, Process, Severity
+from rlagent.models.findings import Finding
+from rlagent.models.observation import Process
+from rlagent.models.run import Category, Severity
 
 CAT = Category.PERFORMANCE
 # vLLM renamed the gauge; modern servers only expose the first (prime-rl-formats.md section 8).

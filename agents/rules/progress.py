@@ -26,7 +26,8 @@ from rlagent.agents.rules.context import (
     theil_sen_slope,
     trailing,
 )
-from rlagent.graph.state import Category, Finding, Severity
+from rlagent.models.findings import Finding
+from rlagent.models.run import Category, Severity
 
 CAT = Category.PROGRESS
 

@@ -16,7 +16,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from rlagent.graph.actions import LaunchStatus
+from rlagent.models.actions import LaunchStatus
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -33,8 +33,8 @@ def who(where: str) -> str:
 
 def action_config(settings, notify=None):
     """The monitor's action settings from the user's settings (flags > env > config file)."""
-    from rlagent.graph.actions import TmuxTarget
     from rlagent.graph.runner import ActionConfig
+    from rlagent.models.actions import TmuxTarget
 
     return ActionConfig(
         approve=settings.approve,
@@ -55,7 +55,7 @@ def pending_hint(request, run_dir: str) -> str:
 
 
 def print_outcome(state) -> None:
-    launch = state.launch
+    launch = state.out.launch
     if launch is None:
         return
     style = "bold green" if launch.status is LaunchStatus.SENT and launch.verification and launch.verification.ok else "bold"

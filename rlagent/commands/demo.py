@@ -35,7 +35,7 @@ def start_run(tmp: Path, socket_name: str, *, step_seconds: float):
     Returns (server, run_dir, the launch command line)."""
     import libtmux
 
-    from rlagent.graph.actions import TmuxTarget
+    from rlagent.models.actions import TmuxTarget
     from rlagent.tools.tmux import open_launcher
 
     server = libtmux.Server(socket_name=socket_name)
@@ -78,8 +78,8 @@ def demo(
 ) -> None:
     """Watch a simulated prime-rl run crash, see the diagnosis, review and approval prompt, and on
     Yes the restart and its verification, all in a private tmux server that is removed at the end."""
-    from rlagent.graph.actions import ApprovalMode, TmuxTarget
     from rlagent.graph.runner import ActionConfig, Monitor
+    from rlagent.models.actions import ApprovalMode, TmuxTarget
     from rlagent.tools.approval import interactive
     from rlagent.tools.layout import discover_run
 
@@ -148,7 +148,7 @@ def _watch(monitor, answer: str | None, terminal: bool, step_seconds: float) -> 
             print_outcome(state)
         else:
             state = offer(monitor, timeout_s=600, interactive=terminal, where="rlagent demo")
-        if state is not None and state.launch is not None and state.launch.sent:
+        if state is not None and state.out.launch is not None and state.out.launch.sent:
             time.sleep(max(2.0, 3 * step_seconds))
             out.print(summary_line(build_report(monitor.check_in())))
         status = Path(monitor.run.run_dir) / "STATUS.md"

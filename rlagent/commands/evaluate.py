@@ -110,12 +110,12 @@ def evaluate(
 
 def _claude_column(mode: str, paths: list[Path], tag: list[str] | None) -> dict:
     """Replay the same fixtures with Claude on; {"skipped": why} when no key is set."""
-    from rlagent.agents.llm_runtime import LLMRuntime
+    from rlagent.agents.llm.runtime import LLMRuntime
     from rlagent.evals.fixture import FixtureError, load_fixture
     from rlagent.evals.replay import replay
     from rlagent.evals.scoring import score_fixture, scoreboard
-    from rlagent.tools.llm import LLMSettings
-    from rlagent.tools.llm_budget import summarise
+    from rlagent.tools.llm.budget import summarise
+    from rlagent.tools.llm.client import LLMSettings
 
     if mode not in ("auto", "claude"):
         err.print(f"[bold red]rlagent: error:[/] --llm must be off, auto or claude (got {mode!r})", markup=True)

@@ -23,7 +23,7 @@ def status(
     """Show the last check-in and any decision pending for the run."""
     from rlagent import cli
     from rlagent.agents.launcher import render_request
-    from rlagent.agents.llm_runtime import day_usage, llm_line, llm_report, usage_text
+    from rlagent.agents.llm.runtime import day_usage, llm_line, llm_report, usage_text
 
     settings = cli._settings(config, home=home)
     monitor = cli._monitor(run_dir, settings)
@@ -36,31 +36,31 @@ def status(
         report = {
             "run_dir": monitor.run.run_dir,
             "checkin": state.checkin if state else 0,
-            "health": state.health.value if state and state.health else None,
+            "health": state.out.health.value if state and state.out.health else None,
             "pending": request.model_dump(mode="json") if request else None,
-            "launch": state.launch.model_dump(mode="json") if state and state.launch else None,
-            "dispatches": [d.model_dump(mode="json") for d in state.dispatches] if state else [],
-            "llm": llm_report(state.llm) if state else None,
-            "llm_day": day_usage(state.llm_log, state.llm.at).model_dump() if state and state.llm else None,
+            "launch": state.out.launch.model_dump(mode="json") if state and state.out.launch else None,
+            "dispatches": [d.model_dump(mode="json") for d in state.memory.dispatches] if state else [],
+            "llm": llm_report(state.out.llm) if state else None,
+            "llm_day": day_usage(state.memory.llm_log, state.out.llm.at).model_dump() if state and state.out.llm else None,
         }
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
         return
     out.print(f"run {monitor.run.run_dir} (layout {monitor.run.layout.value})", markup=False)
-    if state is None or state.observation is None:
+    if state is None or state.out.observation is None:
         out.print("no check-in yet")
         return
-    obs = state.observation
+    obs = state.out.observation
     step = obs.trainer_step if obs.trainer_step is not None else obs.orchestrator_step
-    findings = ", ".join(f"{f.id} ({f.severity.value})" for f in state.findings) or "no findings"
-    health = state.health.value if state.health else "n/a"
+    findings = ", ".join(f"{f.id} ({f.severity.value})" for f in state.out.findings) or "no findings"
+    health = state.out.health.value if state.out.health else "n/a"
     out.print(f"last check-in #{state.checkin} at {obs.now:%Y-%m-%d %H:%M} UTC: {health}, step {step}; {findings}", markup=False)
-    out.print(llm_line(state.llm), markup=False)
-    if state.llm is not None and state.llm.status != "off":
-        out.print(f"LLM that day (UTC): {usage_text(day_usage(state.llm_log, state.llm.at))}", markup=False)
-    if state.launch is not None:
-        launch = state.launch
+    out.print(llm_line(state.out.llm), markup=False)
+    if state.out.llm is not None and state.out.llm.status != "off":
+        out.print(f"LLM that day (UTC): {usage_text(day_usage(state.memory.llm_log, state.out.llm.at))}", markup=False)
+    if state.out.launch is not None:
+        launch = state.out.launch
         out.print(f"its decision: {launch.status.value} ({launch.note})", markup=False)
-    for record in state.dispatches[-3:]:
+    for record in state.memory.dispatches[-3:]:
         verified = {True: "verified", False: "not verified", None: "unverified"}[record.verified]
         out.print(f"sent: {record.action.value} at {record.sent_at:%Y-%m-%d %H:%M} UTC ({verified})", markup=False)
     if request is None:

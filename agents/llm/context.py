@@ -13,8 +13,9 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from rlagent.agents.llm_prompts import clip
-from rlagent.graph.state import CheckinState, MetricHistory, Process
+from rlagent.agents.llm.prompts import clip
+from rlagent.models.observation import MetricHistory, Process
+from rlagent.models.state import CheckinState
 from rlagent.tools.checkpoints import newest_complete
 from rlagent.tools.textfmt import fmt
 
@@ -106,9 +107,9 @@ def metric_rows(history: MetricHistory, level: Level) -> list[dict[str, Any]]:
 
 def brief(state: CheckinState, level: Level) -> dict[str, Any]:
     """Everything the diagnostician's prompt shows, at one compaction level."""
-    obs = state.observation
+    obs = state.out.observation
     assert obs is not None
-    config = state.config
+    config = state.memory.config
     processes = obs.live.processes
     alive = "not probed (offline)" if processes is None else ", ".join(sorted({p.role for p in processes})) or "none found"
     live = []
@@ -119,7 +120,7 @@ def brief(state: CheckinState, level: Level) -> dict[str, Any]:
     if obs.live.vllm:
         live.append("vLLM " + ", ".join(f"{k}={fmt(v)}" for k, v in sorted(obs.live.vllm.items())[:6]))
     evals: dict[str, str] = {}
-    for point in state.history.evals[-24:]:
+    for point in state.memory.history.evals[-24:]:
         evals.setdefault(point.env, "")
         evals[point.env] += f" {point.step}:{fmt(point.score)}"
     findings = [
@@ -132,10 +133,10 @@ def brief(state: CheckinState, level: Level) -> dict[str, Any]:
             "persisting": f.checkins,
             "evidence": [clip(e, level.line_chars) for e in f.evidence[: level.evidence]],
         }
-        for f in state.findings
+        for f in state.out.findings
     ]
-    earlier = [f"{fid} (since {r.since:%Y-%m-%d %H:%M}, {r.checkins} check-in(s))" for fid, r in state.remembered.items()]
-    previous = [n for record in state.llm_log[-2:] if record.checkin < state.checkin for n in record.notes[:1]]
+    earlier = [f"{fid} (since {r.since:%Y-%m-%d %H:%M}, {r.checkins} check-in(s))" for fid, r in state.memory.remembered.items()]
+    previous = [n for record in state.memory.llm_log[-2:] if record.checkin < state.checkin for n in record.notes[:1]]
     groups = [
         {
             "count": g.count,
@@ -182,14 +183,14 @@ def brief(state: CheckinState, level: Level) -> dict[str, Any]:
         "live": "; ".join(live),
         "checkpoints": ", ".join(f"{s} ({'+'.join(parts)})" for s, parts in sorted(obs.checkpoints.items())[-3:]) or "none",
         "resume_from": newest_complete(obs.checkpoints),
-        "health": state.health.value if state.health else "n/a",
+        "health": state.out.health.value if state.out.health else "n/a",
         "findings": findings,
-        "proposal": state.proposal.headline() if state.proposal else None,
-        "proposal_for": ", ".join(state.proposal.addresses) if state.proposal else "",
-        "proposal_notes": [clip(n, level.line_chars) for n in state.proposal_notes[: level.notes]],
+        "proposal": state.out.proposal.headline() if state.out.proposal else None,
+        "proposal_for": ", ".join(state.out.proposal.addresses) if state.out.proposal else "",
+        "proposal_notes": [clip(n, level.line_chars) for n in state.out.proposal_notes[: level.notes]],
         "earlier": earlier[:10],
         "previous": [clip(n, 300) for n in previous],
-        "metrics": metric_rows(state.history, level),
+        "metrics": metric_rows(state.memory.history, level),
         "evals": {env: text.strip() for env, text in evals.items()},
         "groups": groups,
         "events": events,

@@ -14,11 +14,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, Field
-
-from rlagent.tools.llm import (
+from rlagent.models.llm import LLMRecord, LLMUsage
+from rlagent.tools.llm.client import (
     LLMBudgetExceeded,
     LLMError,
     LLMSettings,
@@ -29,47 +28,9 @@ from rlagent.tools.llm import (
     estimate_tokens,
 )
 
-LLMStatus = Literal["off", "ok", "unavailable", "budget", "invalid"]
-"""off: not enabled; ok: every call answered; otherwise the worst thing that happened."""
 _WORST = {"ok": 0, "invalid": 1, "budget": 2, "unavailable": 3}
 MIN_CALL_S = 2.0
 """A call is not started with less check-in time than this left."""
-
-
-class LLMUsage(BaseModel):
-    """Tokens and cost of some calls (one role, or a whole check-in)."""
-
-    calls: int = 0
-    input_tokens: int = 0
-    """Uncached input tokens."""
-    output_tokens: int = 0
-    cache_read_input_tokens: int = 0
-    cache_creation_input_tokens: int = 0
-    cost_usd: float = 0.0
-
-    @property
-    def prompt_tokens(self) -> int:
-        """All input tokens, however they were served."""
-        return self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.output_tokens
-
-    @property
-    def cache_share(self) -> float:
-        """Share of input tokens read from the cache."""
-        return self.cache_read_input_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
-
-    def plus(self, other: LLMUsage) -> LLMUsage:
-        return LLMUsage(
-            calls=self.calls + other.calls,
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
-            cache_creation_input_tokens=self.cache_creation_input_tokens + other.cache_creation_input_tokens,
-            cost_usd=round(self.cost_usd + other.cost_usd, 6),
-        )
 
 
 def usage_of(tokens: TokenUsage, prices: Prices, ttl: str) -> LLMUsage:
@@ -89,23 +50,6 @@ def usage_of(tokens: TokenUsage, prices: Prices, ttl: str) -> LLMUsage:
         cache_creation_input_tokens=written,
         cost_usd=round(cost, 6),
     )
-
-
-class LLMRecord(BaseModel):
-    """One check-in's use of Claude, kept in the run's history and shown in the entry and report."""
-
-    checkin: int
-    at: datetime
-    status: LLMStatus
-    model: str | None = None
-    reason: str | None = None
-    """Why off, or what went wrong (the first problem)."""
-    usage: LLMUsage = Field(default_factory=LLMUsage)
-    roles: dict[str, LLMUsage] = Field(default_factory=dict)
-    problems: list[str] = Field(default_factory=list)
-    """Each degradation, `role: reason` (the check-in went on with the rules for that role)."""
-    notes: list[str] = Field(default_factory=list)
-    """Claude's reading for the entry's Notes (sanitised), and what of its answer was dropped and why."""
 
 
 def spent_on(log: list[LLMRecord], day: datetime) -> float:

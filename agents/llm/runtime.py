@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from rlagent.graph.state import CheckinState
-from rlagent.tools.llm import AnthropicClient, LLMChoice, LLMSettings, ModelClient, choose
-from rlagent.tools.llm_budget import LLMRecord, LLMUsage, Session, spent_on, upsert
+from rlagent.models.llm import LLMRecord, LLMUsage
+from rlagent.models.state import CheckinState
+from rlagent.models.state import update as to_update
+from rlagent.tools.llm.budget import Session, spent_on, upsert
+from rlagent.tools.llm.client import AnthropicClient, LLMChoice, LLMSettings, ModelClient, choose
 
 
 @dataclass
@@ -70,12 +72,12 @@ class LLMRuntime:
         key = (state.run.run_dir, state.checkin)
         if self._session is not None and self._session[0] == key:
             return self._session[1]
-        now = state.observation.now if state.observation else None
-        earlier = [r for r in state.llm_log if r.checkin != state.checkin]
+        now = state.out.observation.now if state.out.observation else None
+        earlier = [r for r in state.memory.llm_log if r.checkin != state.checkin]
         session = Session(self.client(), self.settings, spent_today_usd=spent_on(earlier, now) if now else 0.0, clock=self.clock)
-        if state.llm is not None and state.llm.checkin == state.checkin:  # resumed mid-check-in
-            session.usage, session.roles = state.llm.usage, dict(state.llm.roles)
-            session.problems, session.notes = list(state.llm.problems), list(state.llm.notes)
+        if state.out.llm is not None and state.out.llm.checkin == state.checkin:  # resumed mid-check-in
+            session.usage, session.roles = state.out.llm.usage, dict(state.out.llm.roles)
+            session.problems, session.notes = list(state.out.llm.problems), list(state.out.llm.notes)
         self._session = (key, session)
         return session
 
@@ -87,13 +89,13 @@ class LLMRuntime:
 
     def record(self, state: CheckinState, session: Session | None) -> dict[str, Any]:
         """The state update recording this check-in's use of Claude (also in the run's history)."""
-        at = state.observation.now if state.observation else state.checked_at
+        at = state.out.observation.now if state.out.observation else state.out.checked_at
         assert at is not None
         if session is None:
             record = LLMRecord(checkin=state.checkin, at=at, status="off", reason=self.choice.reason)
         else:
             record = session.record(state.checkin, at, self.model)
-        return {"llm": record, "llm_log": upsert(state.llm_log, record)}
+        return {"llm": record, "llm_log": upsert(state.memory.llm_log, record)}
 
 
 def with_llm_record(node: Callable[[CheckinState], dict], runtime: LLMRuntime) -> Callable[[CheckinState], dict]:
@@ -107,7 +109,10 @@ def with_llm_record(node: Callable[[CheckinState], dict], runtime: LLMRuntime) -
             update = node(state)
         finally:
             runtime.active = None
-        return {**update, **runtime.record(state, session)} if session is not None else update
+        if session is None:
+            return update
+        after = state.model_copy(update=update)  # the node's own typed update, then the usage record
+        return {**update, **to_update(after, runtime.record(after, session))}
 
     return wrapped
 

@@ -24,20 +24,22 @@ from typing import Any
 from loguru import logger
 from pydantic import ValidationError
 
-from rlagent.agents.llm_call import ask
-from rlagent.agents.llm_context import LEVELS, brief
-from rlagent.agents.llm_evidence import Readers, Verifier
-from rlagent.agents.llm_models import CATALOGUE, RULES_ONLY, ActionChoice, Diagnosis, Revision
-from rlagent.agents.llm_prompts import base_request, render
-from rlagent.agents.llm_runtime import LLMRuntime, prose
+from rlagent.agents.llm.call import ask
+from rlagent.agents.llm.context import LEVELS, brief
+from rlagent.agents.llm.evidence import Readers, Verifier
+from rlagent.agents.llm.models import CATALOGUE, RULES_ONLY, ActionChoice, Diagnosis, Revision
+from rlagent.agents.llm.prompts import base_request, render
+from rlagent.agents.llm.runtime import LLMRuntime, prose
 from rlagent.agents.proposals import DOWN, STOP_FOR, crash_claim, nan_claim, process_claim
 from rlagent.agents.rules.context import RuleContext
 from rlagent.agents.rules.thresholds import Thresholds
-from rlagent.graph.actions import KNOBS, ActionKind, Override, Proposal, Review, StallClaim
-from rlagent.graph.state import CheckinState, Finding, FindingRecord, Health, Severity
+from rlagent.models.actions import KNOBS, ActionKind, Override, Proposal, Review, StallClaim
+from rlagent.models.findings import Finding, FindingRecord
+from rlagent.models.run import Health, Severity
+from rlagent.models.state import CheckinState, applied
 from rlagent.tools.checkpoints import newest_complete
-from rlagent.tools.llm import LLMError, estimate_tokens
-from rlagent.tools.llm_budget import Session
+from rlagent.tools.llm.budget import Session
+from rlagent.tools.llm.client import LLMError, estimate_tokens
 
 ROLE = "diagnostician"
 TOOL_ROOM = 2500
@@ -45,14 +47,14 @@ TOOL_ROOM = 2500
 
 
 def verifier_for(state: CheckinState) -> Verifier:
-    assert state.observation is not None
-    return Verifier(Path(state.run.run_dir), state.run.layout, state.history, list(state.observation.rollouts))
+    assert state.out.observation is not None
+    return Verifier(Path(state.run.run_dir), state.run.layout, state.memory.history, list(state.out.observation.rollouts))
 
 
 def diagnosis_prompt(state: CheckinState, runtime: LLMRuntime) -> str:
     """The user turn at the roomiest compaction level whose request fits the input budget."""
     s = runtime.settings
-    assert state.observation is not None
+    assert state.out.observation is not None
     budget = s.max_input_tokens - (TOOL_ROOM if s.max_tool_rounds else 0)
     prefix = estimate_tokens(base_request(s.cache_ttl, s.max_output_tokens))
     text = ""
@@ -60,7 +62,7 @@ def diagnosis_prompt(state: CheckinState, runtime: LLMRuntime) -> str:
         text = render(
             "llm_diagnostician.j2",
             b=brief(state, level),
-            now=state.observation.now,
+            now=state.out.observation.now,
             checkin=state.checkin,
             max_rounds=s.max_tool_rounds,
         )
@@ -72,7 +74,7 @@ def diagnosis_prompt(state: CheckinState, runtime: LLMRuntime) -> str:
 
 def refine(state: CheckinState, update: dict[str, Any], runtime: LLMRuntime, thresholds: Thresholds) -> dict[str, Any]:
     """The rules' update, with Claude's part merged in and the check-in's LLM record."""
-    merged = state.model_copy(update=update)
+    merged = applied(state, update)
     session = runtime.session(merged)
     if session is None:
         return {**update, **runtime.record(merged, session)}
@@ -87,13 +89,13 @@ def refine(state: CheckinState, update: dict[str, Any], runtime: LLMRuntime, thr
             readers=Readers(verifier := verifier_for(merged)),
             max_rounds=runtime.settings.max_tool_rounds,
         )
-        update = combine(merged, update, answer.value, verifier, session, thresholds, earlier=state.remembered)
+        update = combine(merged, update, answer.value, verifier, session, thresholds, earlier=state.memory.remembered)
     except LLMError as exc:
         session.failed(ROLE, exc)
     except Exception as exc:  # rule 5: a bug in handling Claude's answer must not stop the check-in
         logger.exception("the LLM diagnostician failed; going on with the rules")
         session.failed(ROLE, LLMError(f"internal error ({type(exc).__name__}: {prose(exc, 120)})"))
-    return {**update, **runtime.record(state.model_copy(update=update), session)}
+    return {**update, **runtime.record(applied(state, update), session)}
 
 
 def combine(
@@ -109,7 +111,7 @@ def combine(
     what the check-ins before this one remembered (persistence is recounted with the additions)."""
     from rlagent.agents.diagnostician import with_persistence
 
-    assert state.observation is not None
+    assert state.out.observation is not None
     findings: list[Finding] = list(update["findings"])
     by_id = {f.id: f for f in findings}
     notes = session.notes
@@ -151,13 +153,13 @@ def combine(
     out = dict(update)
     if added:
         plain = [f.model_copy(update={"since": None, "checkins": 1}) for f in [*findings, *added]]
-        out["findings"], out["remembered"] = with_persistence(plain, earlier, state.observation.now)
+        out["findings"], out["remembered"] = with_persistence(plain, earlier, state.out.observation.now)
         if update.get("health") is Health.HEALTHY and any(f.severity is Severity.WARNING for f in added):
             out["health"] = Health.DEGRADED
     choice = diagnosis.proposal
     rules_proposal: Proposal | None = update.get("proposal")
     if choice is not None:
-        ctx = RuleContext.from_state(state.model_copy(update=out), thresholds)
+        ctx = RuleContext.from_state(applied(state, out), thresholds)
         built, why_not = to_proposal(choice, ctx, by_id)
         what = built.headline() if built else f"{choice.action.value} ({why_not})"
         if rules_proposal is not None and built is not None and same_action(built, rules_proposal):
@@ -253,17 +255,17 @@ def revise_with_claude(
     """After a rejection: the rules' withdrawal is final (Claude is not asked); otherwise Claude
     may withdraw the proposal, or the rules' revision goes to review again."""
     proposal, notes = ruled
-    update: dict[str, Any] = {"proposal": proposal, "proposal_notes": [*state.proposal_notes, *notes]}
+    update: dict[str, Any] = {"proposal": proposal, "proposal_notes": [*state.out.proposal_notes, *notes]}
     session = runtime.session(state)
     if session is None or proposal is None:
         return update if session is None else {**update, **runtime.record(state, session)}
-    review = state.reviews[-1]
+    review = state.out.reviews[-1]
     try:
         answer = ask(
             session,
             runtime.settings,
             role=ROLE,
-            prompt=render("llm_revision.j2", review=review, now=state.observation.now if state.observation else None),
+            prompt=render("llm_revision.j2", review=review, now=state.out.observation.now if state.out.observation else None),
             tool="report_revision",
             model=Revision,
         )
@@ -273,7 +275,7 @@ def revise_with_claude(
     except Exception as exc:  # rule 5, as in refine()
         logger.exception("the LLM revision failed; going on with the rules' revision")
         session.failed(ROLE, LLMError(f"internal error ({type(exc).__name__}: {prose(exc, 120)})"))
-    return {**update, **runtime.record(state.model_copy(update=update), session)}
+    return {**update, **runtime.record(applied(state, update), session)}
 
 
 def revision_update(
@@ -287,7 +289,7 @@ def revision_update(
         return {"proposal": None, "proposal_notes": notes}
     assert revision.proposal is not None
     ctx = RuleContext.from_state(state, thresholds)
-    built, why_not = to_proposal(revision.proposal, ctx, {f.id: f for f in state.findings}, review.proposal.revision + 1)
+    built, why_not = to_proposal(revision.proposal, ctx, {f.id: f for f in state.out.findings}, review.proposal.revision + 1)
     what = built.headline() if built else f"{revision.proposal.action.value} ({why_not})"
     notes.append(f"Claude would revise to {what}; the rules' revision goes to review. Its reason: {prose(revision.why, 300)}")
     return {**update, "proposal_notes": notes}

@@ -16,9 +16,10 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from rlagent.agents.llm_models import GetMetricSeries, LogEvidence, MetricEvidence, ReadLogLines, ReadRollout, SampleEvidence
-from rlagent.agents.llm_prompts import clip, untrusted
-from rlagent.graph.state import Layout, MetricHistory, Rollout
+from rlagent.agents.llm.models import GetMetricSeries, LogEvidence, MetricEvidence, ReadLogLines, ReadRollout, SampleEvidence
+from rlagent.agents.llm.prompts import clip, untrusted
+from rlagent.models.observation import MetricHistory, Rollout
+from rlagent.models.run import Layout
 from rlagent.tools.evidence import inside, line_at, metric_on_disk, same_value
 from rlagent.tools.loglines import clean
 from rlagent.tools.textfmt import fmt

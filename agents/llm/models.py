@@ -13,8 +13,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from rlagent.graph.actions import ActionKind, Knob
-from rlagent.graph.state import Category
+from rlagent.models.actions import ActionKind, Knob
+from rlagent.models.run import Category
 
 CATALOGUE: dict[str, Category] = {
     "run_crashed": Category.HEALTH,

@@ -16,9 +16,9 @@ from typing import Any
 
 import jinja2
 
-from rlagent.agents.llm_models import tools
-from rlagent.graph.actions import KNOBS
-from rlagent.tools.llm import CacheTTL
+from rlagent.agents.llm.models import tools
+from rlagent.models.actions import KNOBS
+from rlagent.tools.llm.client import CacheTTL
 
 FENCE_OPEN = "<untrusted"
 FENCE_CLOSE = "</untrusted>"

@@ -18,11 +18,11 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from rlagent.agents.llm_evidence import Readers
-from rlagent.agents.llm_models import READERS
-from rlagent.agents.llm_prompts import base_request
-from rlagent.tools.llm import LLMBudgetExceeded, LLMInvalidAnswer, LLMSettings, Reply, estimate_tokens
-from rlagent.tools.llm_budget import Session
+from rlagent.agents.llm.evidence import Readers
+from rlagent.agents.llm.models import READERS
+from rlagent.agents.llm.prompts import base_request
+from rlagent.tools.llm.budget import Session
+from rlagent.tools.llm.client import LLMBudgetExceeded, LLMInvalidAnswer, LLMSettings, Reply, estimate_tokens
 
 T = TypeVar("T", bound=BaseModel)
 MAX_READS_PER_ROUND = 3

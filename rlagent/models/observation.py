@@ -1,83 +1,14 @@
-"""Typed state of a check-in: what the collector saw, what the rules found, what was written.
-
-Every node returns a partial update of `CheckinState`. Fields that must outlive a single
-check-in (file cursors, the metric history, earlier findings) live here too, so the SQLite
-checkpointer is the run's state store: a new check-in on the same thread starts from them.
-"""
+"""What the collector reads from a run: file cursors, log events, metric history, probes, samples."""
 
 from __future__ import annotations
 
 import math
 from datetime import datetime
-from enum import StrEnum
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from rlagent.graph.actions import DispatchRecord, Gate, LaunchCommand, LaunchOutcome, Proposal, Review
-from rlagent.tools.llm_budget import LLMRecord
-
 Process = Literal["trainer", "orchestrator"]
-
-
-class Layout(StrEnum):
-    """The two prime-rl on-disk layouts (reference/prime-rl-formats.md)."""
-
-    H = "H"  # Aug 2026: configs/*.json, logs/attempt_N, metrics.jsonl, traces.jsonl
-    L = "L"  # May 2026: configs/*.toml, flat logs/, run_default/rollouts/*/train_rollouts.jsonl
-
-
-class Health(StrEnum):
-    HEALTHY = "Healthy"
-    DEGRADED = "Degraded"
-    DOWN = "Down"
-
-
-class Severity(StrEnum):
-    INFO = "info"
-    WARNING = "warning"
-    CRITICAL = "critical"
-
-
-class Category(StrEnum):
-    HEALTH = "health"
-    PROGRESS = "progress"
-    STABILITY = "stability"
-    PERFORMANCE = "performance"
-
-
-class RunInfo(BaseModel):
-    """Which run is being watched."""
-
-    run_dir: str
-    """Absolute path of the run directory."""
-    layout: Layout
-    name: str
-    """Run name: the basename of the run dir (H `run.name`)."""
-    picked_from: str | None = None
-    """When the user pointed at an output dir holding several runs: that dir (the newest run was taken)."""
-
-
-class RunConfig(BaseModel):
-    """The settings a monitor needs, read from the run's resolved configs."""
-
-    max_steps: int | None = None
-    model: str | None = None
-    batch_size: int | None = None
-    token_batch_size: int | None = None
-    group_size: int | None = None
-    """Rollouts per example (H `group_size`, L `rollouts_per_example`)."""
-    max_completion_tokens: int | None = None
-    seq_len: int | None = None
-    ckpt_interval: int | None = None
-    max_off_policy_steps: int | None = None
-    temperature: float | None = None
-    inference_url: str | None = None
-    envs: list[str] = Field(default_factory=list)
-    files: list[str] = Field(default_factory=list)
-    """Config files read, relative to the run dir."""
-    problems: list[str] = Field(default_factory=list)
-    """Clear notes about configs that could not be read (malformed TOML/JSON, missing)."""
 
 
 class FileCursor(BaseModel):
@@ -247,83 +178,3 @@ class Observation(BaseModel):
     live: LiveProbes = Field(default_factory=LiveProbes)
     notes: list[str] = Field(default_factory=list)
     """Clear notes about bad input (truncated/binary lines, rotated or deleted logs, malformed files)."""
-
-
-class Finding(BaseModel):
-    """One diagnosed condition; ids and thresholds are the public contract in findings.md."""
-
-    id: str
-    severity: Severity
-    category: Category
-    summary: str
-    evidence: list[str] = Field(default_factory=list)
-    """Exact log lines as `file:line: text`, or metric values as `metric @ step N = v`."""
-    first_step: int | None = None
-    last_step: int | None = None
-    since: datetime | None = None
-    """Check-in time when this finding was first reported and has persisted since."""
-    checkins: int = 1
-    """Consecutive check-ins that reported it."""
-    source: Literal["rules", "llm"] = "rules"
-    """Who found it: the rules, or Claude (with evidence rlagent checked on disk)."""
-
-
-class FindingRecord(BaseModel):
-    """A finding id as remembered between check-ins."""
-
-    since: datetime
-    checkins: int
-
-
-class CheckinState(BaseModel):
-    """The graph state. Persisted per run (thread) by the SQLite checkpointer."""
-
-    run: RunInfo
-    checkin: int = 0
-    """Sequence number of the check-in in progress (1 for the first); the entry id in STATUS.md."""
-    cursors: dict[str, FileCursor] = Field(default_factory=dict)
-    history: MetricHistory = Field(default_factory=MetricHistory)
-    events: list[LogEvent] = Field(default_factory=list)
-    """Classified events kept across check-ins (bounded per kind)."""
-    groups: dict[str, WarningGroup] = Field(default_factory=dict)
-    """Warning groups of the current attempt, by template."""
-    attempt: str | None = None
-    config: RunConfig = Field(default_factory=RunConfig)
-    observation: Observation | None = None
-    findings: list[Finding] = Field(default_factory=list)
-    health: Health | None = None
-    remembered: dict[str, FindingRecord] = Field(default_factory=dict)
-    """Findings reported by earlier check-ins, for persistence."""
-    samples: list[Rollout] = Field(default_factory=list)
-    """Telling rollouts of the newest step, kept while that file is unchanged."""
-    samples_key: str | None = None
-    samples_step: int | None = None
-    samples_count: int = 0
-    rollout_stats_step: int = 0
-    """Layout L: newest rollouts step whose truncation/error fractions are in the history."""
-    processes_seen: list[str] = Field(default_factory=list)
-    """Process roles seen in earlier live check-ins (the run's own expected set)."""
-    proposal: Proposal | None = None
-    """The typed action proposed this check-in (graph/actions.py); None when nothing is."""
-    proposal_notes: list[str] = Field(default_factory=list)
-    """Why no action was proposed, or what a person could consider (never sent anywhere)."""
-    reviews: list[Review] = Field(default_factory=list)
-    """This check-in's review rounds (at most two: a proposal and one revision)."""
-    gate: Gate = Field(default_factory=Gate)
-    """Whether an agreed proposal is offered for a person's approval (set by the monitor)."""
-    launch: LaunchOutcome | None = None
-    """This check-in's decision and what was sent, once the gate was passed or closed."""
-    launch_seen: LaunchCommand | None = None
-    """The run's launch command as last found from its live processes (WANDB_ARGS); kept, because
-    after a crash no process is left to read it from."""
-    dispatches: list[DispatchRecord] = Field(default_factory=list)
-    """Commands rlagent sent to this run (restart budget, loop detection)."""
-    llm: LLMRecord | None = None
-    """This check-in's use of Claude (status, tokens, cost, its notes); None before the diagnostician."""
-    llm_log: list[LLMRecord] = Field(default_factory=list)
-    """Every check-in's LLM record (bounded): the run's token history and the daily cost cap."""
-    status_entry: str = ""
-    written: bool = False
-    now_override: datetime | None = None
-    """Offline check-ins only: the time of this check-in (a replay's schedule)."""
-    checked_at: datetime | None = None

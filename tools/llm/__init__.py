@@ -1,0 +1,1 @@
+"""The Claude client and its budgets: HTTP, retries, token and cost caps."""
