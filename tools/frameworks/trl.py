@@ -1,0 +1,221 @@
+"""TRL (transformers Trainer): console dict lines, trainer_state.json, completions parquet, checkpoints.
+
+Console (frameworks.md 2.1; `ProgressCallback.on_log` writes `str(logs)`):
+  transformers <= 4.57: `{'loss': 0.0012, 'grad_norm': 0.284..., ..., 'epoch': 0.12}`  (raw floats, bare nan)
+  transformers >= 5.0:  `{'loss': '0.001234', 'grad_norm': '0.2841', ...}`             (`.4g` strings)
+The console has no step: rows come back in order and `assign_steps` numbers them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rlagent.tools.frameworks.lines import decode, iter_lines, read_text
+from rlagent.tools.frameworks.pydict import parse_py_dict
+from rlagent.tools.frameworks.records import Checkpoints, MetricRow, ReadResult, as_float, numeric_values, read_bytes
+
+# Keys that make a dict a training log record (GRPO/SFT: transformers' loss/learning_rate; PPOTrainer: lr).
+_TRAIN_KEYS = frozenset({"loss", "learning_rate", "grad_norm", "lr", "objective/kl"})
+_SUMMARY_KEYS = frozenset({"train_runtime", "train_loss", "train_samples_per_second"})
+_RANK_PREFIX = re.compile(r"^\[rank\d+\]:\s*")  # torchrun --tee / local_ranks_filter
+
+
+def classify(keys) -> str | None:
+    """`train`, `val` (eval_* keys), `summary` (end-of-training totals) or None (not a Trainer log)."""
+    keys = set(keys)
+    if keys & _SUMMARY_KEYS:
+        return "summary"
+    if any(key.startswith("eval_") for key in keys):
+        return "val"
+    if keys & _TRAIN_KEYS:
+        return "train"
+    return None
+
+
+def parse_dict_line(line: str, lineno: int | None = None) -> MetricRow | None:
+    """One console log dict (either transformers style) -> row with step None, or None."""
+    text = _RANK_PREFIX.sub("", line.strip())
+    if not text.startswith("{'"):
+        return None
+    data = parse_py_dict(text)
+    if data is None:
+        return None
+    kind = classify(data)
+    if kind is None:
+        return None
+    return MetricRow(step=None, values=numeric_values(data), lineno=lineno, kind=kind)
+
+
+def parse_console(text: str) -> list[MetricRow]:
+    rows = []
+    for line in iter_lines(text):
+        row = parse_dict_line(line.text, line.lineno)
+        if row is not None:
+            rows.append(row)
+    return rows
+
+
+def read_console(path: str | Path) -> list[MetricRow]:
+    return parse_console(read_text(path))
+
+
+def assign_steps(
+    rows: list[MetricRow],
+    logging_steps: int,
+    *,
+    first_step: int = 0,
+    logging_first_step: bool = False,
+    max_steps: int | None = None,
+) -> list[MetricRow]:
+    """Number console rows: the k-th train row is step first_step + k * logging_steps (Trainer logs when
+    global_step % logging_steps == 0; with `logging_first_step` also at step 1), capped at `max_steps`.
+    Eval and summary rows get the step of the train row before them. `first_step` is the step a resumed
+    run restarted from."""
+    if logging_steps < 1:
+        raise ValueError("logging_steps must be >= 1")
+    out = []
+    count = 0
+    current = first_step
+    for row in rows:
+        if row.kind == "train":
+            if logging_first_step and count == 0 and first_step == 0:
+                current = 1
+            else:
+                current = (current // logging_steps + 1) * logging_steps
+                if max_steps is not None:
+                    current = min(current, max_steps)
+            count += 1
+        out.append(dataclasses.replace(row, step=current))
+    return out
+
+
+def assign_steps_from_epoch(rows: list[MetricRow], steps_per_epoch: float) -> list[MetricRow]:
+    """Number rows from their `epoch` value (rounded to 2 decimals by 4.x, `.4g` by 5.x, so approximate)."""
+    out = []
+    for row in rows:
+        epoch = row.values.get("epoch")
+        step = round(epoch * steps_per_epoch) if epoch is not None and epoch == epoch else None
+        out.append(dataclasses.replace(row, step=step))
+    return out
+
+
+def read_trainer_state(path: str | Path) -> ReadResult[MetricRow]:
+    """`checkpoint-N/trainer_state.json`: `log_history` rows (each with `step`; Python json writes NaN).
+    meta holds global_step, logging_steps, max_steps, epoch when present."""
+    result: ReadResult[MetricRow] = ReadResult()
+    data = read_bytes(path, result)
+    if data is None:
+        return result
+    try:
+        state = json.loads(decode(data))
+    except ValueError as error:
+        result.notes.append(f"trainer_state.json is not valid JSON ({error.msg}); truncated or being written?")
+        return result
+    if not isinstance(state, dict):
+        result.notes.append("trainer_state.json is not an object")
+        return result
+    for key in ("global_step", "logging_steps", "max_steps", "epoch"):
+        if key in state:
+            result.meta[key] = state[key]
+    history = state.get("log_history")
+    if not isinstance(history, list):
+        result.notes.append("no log_history list")
+        return result
+    for entry in history:
+        if not isinstance(entry, dict):
+            continue
+        step = entry.get("step")
+        values = numeric_values({key: value for key, value in entry.items() if key != "step"})
+        result.rows.append(
+            MetricRow(
+                step=int(step) if isinstance(step, int | float) else None,
+                values=values,
+                kind=classify(entry) or "train",
+            )
+        )
+    return result
+
+
+@dataclass
+class CompletionSample:
+    """One row of `output_dir/completions/completions_{step:05d}.parquet` (GRPOTrainer.log)."""
+
+    step: int | None
+    prompt: Any
+    completion: Any
+    advantage: float | None
+    scores: dict[str, float] = field(default_factory=dict)
+    """Numeric columns besides step/advantage: one per reward function (numeric extras land here too)."""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+_COMPLETION_CORE = ("step", "prompt", "completion", "advantage")
+
+
+def read_completions(path: str | Path) -> ReadResult[CompletionSample]:
+    """One completions parquet file, or every `completions_*.parquet` of a directory in step order."""
+    result: ReadResult[CompletionSample] = ReadResult()
+    root = Path(path)
+    files = sorted(root.glob("completions_*.parquet")) if root.is_dir() else [root]
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:  # pragma: no cover - pyarrow is a dependency
+        result.notes.append("pyarrow is not installed; completions not read")
+        return result
+    for file in files:
+        try:
+            records = pq.read_table(file).to_pylist()
+        except Exception as error:  # pyarrow raises several types (ArrowInvalid, OSError) for bad files
+            result.notes.append(f"{file.name}: not readable as parquet ({type(error).__name__})")
+            continue
+        for record in records:
+            step = record.get("step")
+            scores: dict[str, float] = {}
+            extra: dict[str, Any] = {}
+            for key, value in record.items():
+                if key in _COMPLETION_CORE or key.startswith("__index_level_"):
+                    continue
+                number = as_float(value) if isinstance(value, int | float) and value is not None else None
+                if number is not None:
+                    scores[key] = number
+                else:
+                    extra[key] = value
+            advantage = record.get("advantage")
+            result.rows.append(
+                CompletionSample(
+                    step=int(step) if isinstance(step, int | float) else None,
+                    prompt=record.get("prompt"),
+                    completion=record.get("completion"),
+                    advantage=as_float(advantage) if advantage is not None else None,
+                    scores=scores,
+                    extra=extra,
+                )
+            )
+    return result
+
+
+_CKPT_DIR = re.compile(r"^checkpoint-(\d+)$")
+
+
+def checkpoints(output_dir: str | Path) -> Checkpoints:
+    """`checkpoint-N/` folders (transformers PREFIX_CHECKPOINT_DIR); a checkpoint without
+    trainer_state.json is reported (a save that did not finish)."""
+    root = Path(output_dir)
+    found = Checkpoints()
+    if not root.is_dir():
+        found.notes.append(f"{root} is not a directory")
+        return found
+    for path in root.iterdir():
+        match = _CKPT_DIR.match(path.name)
+        if match and path.is_dir():
+            found.steps.append(int(match.group(1)))
+            if not (path / "trainer_state.json").is_file():
+                found.notes.append(f"{path.name} has no trainer_state.json")
+    found.steps.sort()
+    found.latest = found.steps[-1] if found.steps else None
+    return found
