@@ -8,21 +8,31 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 
-from rlagent.models.observation import EvalPoint, FileCursor, LiveProbes, LogEvent, MetricHistory, Observation, WarningGroup
+from rlagent.models.observation import (
+    EvalPoint,
+    FileCursor,
+    LiveProbes,
+    LogEvent,
+    MetricHistory,
+    Observation,
+    Rollout,
+    WarningGroup,
+)
 from rlagent.models.run import Layout
 from rlagent.models.state import CheckinState, typed_node
 from rlagent.tools import hostprobes
 from rlagent.tools.checkpoints import checkpoint_parts
+from rlagent.tools.clock import Clock, SystemClock
 from rlagent.tools.configs import read_run_config
 from rlagent.tools.layout import current_attempt, log_files
 from rlagent.tools.logread import LogRead, read_log
 from rlagent.tools.metrics_jsonl import REL as METRICS_REL
 from rlagent.tools.metrics_jsonl import read_metrics
-from rlagent.tools.processes import find_run_processes
+from rlagent.tools.processes import ProcessProbe, SystemProcesses
 from rlagent.tools.rollouts import l_step_fractions, sample_key, sample_rollouts
 
 HISTORY_STEPS = 1000
@@ -38,9 +48,13 @@ MAX_EVALS = 300
 class CollectorDeps:
     offline: bool
     tz: tzinfo
-    clock: Callable[[], datetime]
+    clock: Clock = field(default_factory=SystemClock)
     """Wall clock for live check-ins (injected so tests and replays can fix it)."""
     probe_timeout_s: float = 2.0
+    processes: ProcessProbe = field(default_factory=SystemProcesses)
+    host: hostprobes.HostProbe = field(default_factory=hostprobes.SystemHost)
+    http_get: hostprobes.HttpGet = hostprobes.urllib_get
+    """How vLLM's `/metrics` is fetched."""
 
 
 def make_collector(deps: CollectorDeps) -> Callable[[CheckinState], dict]:
@@ -63,76 +77,27 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
     if new_attempt:
         notes.append(f"new attempt {attempt} (was {state.memory.attempt}): the run was restarted or resumed")
 
-    cursors: dict[str, FileCursor] = {}
-    groups = {} if new_attempt else dict(state.memory.groups)
-    events = list(state.memory.events)
-    history = _fresh_history(state.memory.history)
-    new_events: list[LogEvent] = []
-    bytes_read = 0
-    newest: datetime | None = None
-
-    for path in log_files(run_dir, state.run.layout):
-        rel = str(path.relative_to(run_dir))
-        read = read_log(path, rel, state.memory.cursors.get(rel), deps.tz, keep_per_kind=EVENTS_PER_KIND)
-        notes += read.notes
-        if read.cursor is not None:
-            cursors[rel] = read.cursor
-            if read.cursor.last_time and (newest is None or read.cursor.last_time > newest):
-                newest = read.cursor.last_time
-        bytes_read += read.bytes_read
-        if read.fresh:
-            events = [e for e in events if e.file != rel]
-            groups = {k: g for k, g in groups.items() if g.first.file != rel}
-        _merge_steps(history, read)
-        _merge_counts(history, rel, read.step_counts, fresh=read.fresh)
-        _merge_evals(history, [EvalPoint(env=e.env, step=e.step, score=e.score) for e in read.evals if e.step is not None])
-        new_events += read.events
-        _merge_groups(groups, rel, read.groups)
-    for rel, cursor in state.memory.cursors.items():
-        if rel not in cursors and rel != METRICS_REL and Path(run_dir, rel).exists() and attempt is None:
-            cursors[rel] = cursor  # a file not listed this time but still there (kept for L)
-
-    metrics = read_metrics(run_dir, state.memory.cursors.get(METRICS_REL))
-    notes += metrics.notes
-    if metrics.cursor is not None:
-        cursors[METRICS_REL] = metrics.cursor
-        bytes_read += metrics.bytes_read
-        for process, table in (("trainer", metrics.trainer), ("orchestrator", metrics.orchestrator)):
-            target = history.table(process)  # type: ignore[arg-type]
-            for step, values in table.items():
-                row = target.get(step, {})
-                _update_row(target, step, {k: v for k, v in values.items() if not (k in row and not math.isfinite(row[k]))})
-        _merge_evals(history, metrics.evals)
-        for process, stamp in metrics.times.items():
-            seen = datetime.fromtimestamp(stamp, UTC)
-            if process not in history.step_seen_at or seen > history.step_seen_at[process]:
-                history.step_seen_at[process] = seen
-            if newest is None or seen > newest:
-                newest = seen
-    rollout_stats_step = state.memory.rollout_stats_step
-    if state.run.layout is Layout.L:
-        # The newest step's file may still be growing: it is read again next time.
-        fractions = l_step_fractions(run_dir, max(0, state.memory.rollout_stats_step - 1))
-        for step, values in fractions.items():
-            _update_row(history.orchestrator, step, values)
-        rollout_stats_step = max([state.memory.rollout_stats_step, *fractions])
+    reading = _Reading(
+        history=_fresh_history(state.memory.history),
+        groups={} if new_attempt else dict(state.memory.groups),
+        events=list(state.memory.events),
+        notes=notes,
+    )
+    _read_logs(reading, state, run_dir, attempt, deps.tz)
+    _read_metrics_jsonl(reading, run_dir, state.memory.cursors.get(METRICS_REL))
+    rollout_stats_step = _read_l_rollout_stats(reading.history, state, run_dir)
+    history, newest = reading.history, reading.newest
     _refresh_early(history)
     _trim(history)
-
-    events = _bounded_events(events + new_events)
-    key = sample_key(run_dir, state.run.layout)
-    if key is not None and key == state.memory.samples_key:
-        rollout_step, rollouts_per_step, rollouts = state.memory.samples_step, state.memory.samples_count, state.memory.samples
-    else:
-        rollout_step, rollouts_per_step, rollouts, rollout_notes = sample_rollouts(run_dir, state.run.layout)
-        notes += rollout_notes
+    events = _bounded_events(reading.events + reading.new_events)
+    key, rollout_step, rollouts_per_step, rollouts = _samples(state, run_dir, notes)
 
     if deps.offline:
-        now = state.now_override or newest or deps.clock()
+        now = state.now_override or newest or deps.clock.now()
         live = LiveProbes()
     else:
-        now = deps.clock()
-        live = probe_live(run_dir, state.run.name, config.inference_url, deps.probe_timeout_s)
+        now = deps.clock.now()
+        live = probe_live(run_dir, state.run.name, config.inference_url, deps)
         notes += live.problems
 
     roles_seen = sorted(set(state.memory.processes_seen) | {p.role for p in live.processes or []})
@@ -144,9 +109,9 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
         newest_line_time=newest,
         trainer_step=history.last_step("trainer"),
         orchestrator_step=history.last_step("orchestrator"),
-        bytes_read=bytes_read,
-        warning_groups=merged_groups(groups),
-        new_events=new_events[-200:],
+        bytes_read=reading.bytes_read,
+        warning_groups=merged_groups(reading.groups),
+        new_events=reading.new_events[-200:],
         rollouts=rollouts,
         rollouts_step=rollout_step,
         rollouts_per_step=rollouts_per_step or None,
@@ -157,10 +122,10 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
     return {
         "config": config,
         "attempt": attempt or state.memory.attempt,
-        "cursors": cursors,
+        "cursors": reading.cursors,
         "history": history,
         "events": events,
-        "groups": groups,
+        "groups": reading.groups,
         "observation": observation,
         "processes_seen": roles_seen,
         "rollout_stats_step": rollout_stats_step,
@@ -169,6 +134,97 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
         "samples_step": rollout_step,
         "samples_count": rollouts_per_step,
     }
+
+
+@dataclass
+class _Reading:
+    """What this check-in's reads add up to: the logs, metrics.jsonl, L's rollouts files."""
+
+    history: MetricHistory
+    groups: dict[str, WarningGroup]
+    events: list[LogEvent]
+    """The run's remembered events (minus those of a log read afresh)."""
+    notes: list[str]
+    cursors: dict[str, FileCursor] = field(default_factory=dict)
+    new_events: list[LogEvent] = field(default_factory=list)
+    bytes_read: int = 0
+    newest: datetime | None = None
+    """Time of the newest line read (the check-in's "now" offline)."""
+
+    def saw(self, when: datetime) -> None:
+        if self.newest is None or when > self.newest:
+            self.newest = when
+
+
+def _read_logs(reading: _Reading, state: CheckinState, run_dir: Path, attempt: str | None, tz: tzinfo) -> None:
+    """Every log file from its cursor: steps, evals, events and warning groups into `reading`."""
+    history, groups = reading.history, reading.groups
+    for path in log_files(run_dir, state.run.layout):
+        rel = str(path.relative_to(run_dir))
+        read = read_log(path, rel, state.memory.cursors.get(rel), tz, keep_per_kind=EVENTS_PER_KIND)
+        reading.notes += read.notes
+        if read.cursor is not None:
+            reading.cursors[rel] = read.cursor
+            if read.cursor.last_time:
+                reading.saw(read.cursor.last_time)
+        reading.bytes_read += read.bytes_read
+        if read.fresh:
+            reading.events = [e for e in reading.events if e.file != rel]
+            groups = reading.groups = {k: g for k, g in groups.items() if g.first.file != rel}
+        _merge_steps(history, read)
+        _merge_counts(history, rel, read.step_counts, fresh=read.fresh)
+        _merge_evals(history, [EvalPoint(env=e.env, step=e.step, score=e.score) for e in read.evals if e.step is not None])
+        reading.new_events += read.events
+        _merge_groups(groups, rel, read.groups)
+    for rel, cursor in state.memory.cursors.items():
+        if rel not in reading.cursors and rel != METRICS_REL and Path(run_dir, rel).exists() and attempt is None:
+            reading.cursors[rel] = cursor  # a file not listed this time but still there (kept for L)
+
+
+def _read_metrics_jsonl(reading: _Reading, run_dir: Path, cursor: FileCursor | None) -> None:
+    """metrics.jsonl from its cursor, merged under the log's values: a NaN the log showed stays
+    (prime-rl drops NaN from the JSONL, so the log is the witness)."""
+    metrics = read_metrics(run_dir, cursor)
+    reading.notes += metrics.notes
+    if metrics.cursor is None:
+        return
+    history = reading.history
+    reading.cursors[METRICS_REL] = metrics.cursor
+    reading.bytes_read += metrics.bytes_read
+    for process, table in (("trainer", metrics.trainer), ("orchestrator", metrics.orchestrator)):
+        target = history.table(process)  # type: ignore[arg-type]
+        for step, values in table.items():
+            row = target.get(step, {})
+            _update_row(target, step, {k: v for k, v in values.items() if not (k in row and not math.isfinite(row[k]))})
+    _merge_evals(history, metrics.evals)
+    for process, stamp in metrics.times.items():
+        seen = datetime.fromtimestamp(stamp, UTC)
+        if process not in history.step_seen_at or seen > history.step_seen_at[process]:
+            history.step_seen_at[process] = seen
+        reading.saw(seen)
+
+
+def _read_l_rollout_stats(history: MetricHistory, state: CheckinState, run_dir: Path) -> int:
+    """Layout L: truncation, error and trainable fractions from the rollouts files (its logs have
+    none); the newest step read so far, whose file may still grow and is read again next time."""
+    if state.run.layout is not Layout.L:
+        return state.memory.rollout_stats_step
+    fractions = l_step_fractions(run_dir, max(0, state.memory.rollout_stats_step - 1))
+    for step, values in fractions.items():
+        _update_row(history.orchestrator, step, values)
+    return max([state.memory.rollout_stats_step, *fractions])
+
+
+def _samples(state: CheckinState, run_dir: Path, notes: list[str]) -> tuple[str | None, int | None, int, list[Rollout]]:
+    """(identity of the newest rollouts file, its step, rollouts in it, telling samples): sampled
+    again only when that file changed."""
+    key = sample_key(run_dir, state.run.layout)
+    memory = state.memory
+    if key is not None and key == memory.samples_key:
+        return key, memory.samples_step, memory.samples_count, memory.samples
+    step, count, rollouts, rollout_notes = sample_rollouts(run_dir, state.run.layout)
+    notes += rollout_notes
+    return key, step, count, rollouts
 
 
 def _fresh_history(old: MetricHistory) -> MetricHistory:
@@ -286,21 +342,21 @@ def merged_groups(groups: dict[str, WarningGroup]) -> list[WarningGroup]:
     return sorted(by_template.values(), key=lambda g: (-g.count, g.template))[:50]
 
 
-def probe_live(run_dir: Path, run_name: str, inference_url: str | None, timeout: float) -> LiveProbes:
+def probe_live(run_dir: Path, run_name: str, inference_url: str | None, deps: CollectorDeps) -> LiveProbes:
     live = LiveProbes()
     try:
-        live.processes, live.process_match = find_run_processes(run_dir, run_name)
+        live.processes, live.process_match = deps.processes.run_processes(run_dir, run_name)
     except OSError as exc:
         live.problems.append(f"process scan failed: {exc}")
     try:
-        live.host_ram_percent = hostprobes.host_ram_percent()
-        live.disk_free_ratio, live.disk_free_gib = hostprobes.disk_free(run_dir)
+        live.host_ram_percent = deps.host.ram_percent()
+        live.disk_free_ratio, live.disk_free_gib = deps.host.disk_free(run_dir)
     except OSError as exc:
         live.problems.append(f"host probe failed: {exc}")
     live.slurm = hostprobes.slurm_job_states(run_dir) or None
     if inference_url:
         try:
-            live.vllm = hostprobes.probe_vllm(inference_url, timeout)
+            live.vllm = hostprobes.probe_vllm(inference_url, deps.probe_timeout_s, deps.http_get)
         except OSError as exc:
             live.problems.append(str(exc))
     return live

@@ -7,7 +7,7 @@ no source has it, the plan says so and asks the person to set `--launch-command`
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rlagent.models.actions import ActionKind, CommandPlan, LaunchCommand, LaunchSource, TmuxTarget
@@ -15,7 +15,8 @@ from rlagent.models.state import CheckinState, typed_node
 from rlagent.tools import launch_source
 from rlagent.tools.checkpoints import checkpoint_parts, newest_complete
 from rlagent.tools.launch_command import CommandError, build_argv, command_line, parse_launch_command
-from rlagent.tools.tmux import TmuxError, open_launcher
+from rlagent.tools.processes import ProcessProbe, SystemProcesses
+from rlagent.tools.tmux import PaneOpener, TmuxError, open_launcher
 
 ASK_FOR_IT = (
     "the run's launch command was not found: set it with --launch-command '...' (or launch_command in the config); "
@@ -30,6 +31,10 @@ class PlanDeps:
     """A person's `--launch-command` / config `launch_command`: the first source."""
     live: bool = True
     """May look at processes and the tmux pane (not for an offline, recorded run)."""
+    processes: ProcessProbe = field(default_factory=SystemProcesses)
+    """Reads WANDB_ARGS from the run's processes' relatives."""
+    open_pane: PaneOpener = open_launcher
+    """Reaches the Launcher pane, whose history may hold the launch command."""
 
 
 def find_launch_command(state: CheckinState, deps: PlanDeps) -> tuple[LaunchCommand | None, list[str]]:
@@ -43,7 +48,7 @@ def find_launch_command(state: CheckinState, deps: PlanDeps) -> tuple[LaunchComm
         return LaunchCommand(argv=argv, source=LaunchSource.CONFIG, detail="--launch-command / config launch_command"), tried
     processes = state.out.observation.live.processes if state.out.observation else None
     if processes:
-        found = launch_source.from_processes([p.pid for p in processes])
+        found = deps.processes.launch_command([p.pid for p in processes])
         if found:
             return found, tried
     if state.memory.launch_seen is not None:
@@ -52,7 +57,7 @@ def find_launch_command(state: CheckinState, deps: PlanDeps) -> tuple[LaunchComm
     tried.append("WANDB_ARGS: no live untitled process of the run to read it from (setproctitle hides the titled ones')")
     if deps.live:
         try:
-            lines = open_launcher(deps.target).lines()
+            lines = deps.open_pane(deps.target).lines()
             found = launch_source.from_pane_history(lines, state.run.name, state.run.run_dir)
             if found:
                 return found, tried
@@ -95,15 +100,16 @@ def plan_command(state: CheckinState, deps: PlanDeps) -> CommandPlan:
     return CommandPlan(target=deps.target, launch=launch, send=command_line(argv), argv=argv, resume_step=resume)
 
 
-def make_launch_probe() -> Callable[[CheckinState], dict]:
+def make_launch_probe(probe: ProcessProbe | None = None) -> Callable[[CheckinState], dict]:
     """A node that remembers the launch command while the run is alive (after a crash no process
     is left to read WANDB_ARGS from)."""
+    probe = probe or SystemProcesses()
 
     def launch_probe(state: CheckinState) -> dict:
         processes = state.out.observation.live.processes if state.out.observation else None
         if not processes:
             return {}
-        found = launch_source.from_processes([p.pid for p in processes])
+        found = probe.launch_command([p.pid for p in processes])
         return {"launch_seen": found} if found is not None and found != state.memory.launch_seen else {}
 
     return typed_node(launch_probe)

@@ -12,11 +12,11 @@ from collections.abc import Callable
 
 from rlagent.agents.llm.diagnostician import refine, revise_with_claude
 from rlagent.agents.llm.runtime import LLMRuntime
+from rlagent.agents.persistence import with_persistence
 from rlagent.agents.proposals import propose, revise
 from rlagent.agents.rules import health_of, run_rules
 from rlagent.agents.rules.context import RuleContext
 from rlagent.agents.rules.thresholds import Thresholds
-from rlagent.models.findings import Finding, FindingRecord
 from rlagent.models.state import CheckinState, typed_node
 
 
@@ -55,19 +55,3 @@ def diagnose(state: CheckinState, thresholds: Thresholds) -> dict:
 def revising(state: CheckinState) -> bool:
     """Back from a review that rejected this check-in's proposal."""
     return bool(state.out.reviews) and not state.out.reviews[-1].agreed and state.out.reviews[-1].proposal == state.out.proposal
-
-
-def with_persistence(
-    findings: list[Finding], remembered: dict[str, FindingRecord], now
-) -> tuple[list[Finding], dict[str, FindingRecord]]:
-    """Annotate findings seen before; forget the ones that cleared."""
-    out: list[Finding] = []
-    records: dict[str, FindingRecord] = {}
-    for finding in findings:
-        earlier = remembered.get(finding.id)
-        record = (
-            FindingRecord(since=earlier.since, checkins=earlier.checkins + 1) if earlier else FindingRecord(since=now, checkins=1)
-        )
-        records[finding.id] = record
-        out.append(finding.model_copy(update={"since": record.since, "checkins": record.checkins}))
-    return out, records

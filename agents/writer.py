@@ -1,33 +1,28 @@
 """Writer node: renders the STATUS.md entry (jinja2) and appends it, never rewriting the file.
 
 The entry carries its check-in id, so a check-in re-run after a crash finds it already there.
-SIGINT is held off while the entry is appended: Ctrl-C never leaves half an entry.
+It is appended through the run's STATUS.md sink (tools.statusfile), which holds SIGINT off
+meanwhile: Ctrl-C never leaves half an entry.
 """
 
 from __future__ import annotations
 
 import math
-import re
-import signal
 import statistics
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import timedelta
-from functools import cache
 from pathlib import Path
-
-import jinja2
 
 from rlagent.agents.llm.runtime import llm_line
 from rlagent.models.findings import Finding
 from rlagent.models.observation import MetricHistory, Observation
 from rlagent.models.run import RunConfig
 from rlagent.models.state import CheckinState, typed_node
-from rlagent.tools.statusfile import append_entry, entry_marker
+from rlagent.tools.statusfile import StatusFile, StatusSink, entry_marker
+from rlagent.tools.templates import render
 from rlagent.tools.textfmt import fmt, pct, sparkline
 
-STATUS_FILE = "STATUS.md"
 TREND_STEPS = 24
 EVIDENCE_LIMIT = 4
 
@@ -37,38 +32,8 @@ class WriterDeps:
     run_key: str
     """Stable id of the run (also the checkpointer thread), part of each entry's id."""
     write: bool = True
-
-
-@cache
-def templates() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("rlagent.prompts", "."),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,  # markdown, not HTML; untrusted text goes through md_code
-    )
-    env.filters["md_code"] = md_code
-    env.filters["fence"] = fence
-    env.filters["plain"] = plain
-    return env
-
-
-def md_code(text: str, limit: int = 300) -> str:
-    """Untrusted text made safe inside a markdown code span: one line, no backticks, bounded."""
-    flat = " ⏎ ".join(part.strip() for part in str(text).splitlines() if part.strip())
-    flat = flat.replace("`", "'")
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def fence(text: str, indent: int = 0) -> str:
-    """Text quoted word for word in a fenced block (longer fence than any backtick run in it)."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    ticks, pad = "`" * max(3, longest + 1), " " * indent
-    return f"{pad}{ticks}\n{pad}{text}\n{pad}{ticks}"
-
-
-def plain(text: str) -> str:
-    """Untrusted text for a terminal: control characters (escape sequences) removed."""
-    return re.sub(r"[\x00-\x08\x0b-\x1f\x7f]", "", str(text))
+    status: StatusSink = field(default_factory=StatusFile)
+    """Where entries are appended (the run's STATUS.md; a fake in tests)."""
 
 
 def make_writer(deps: WriterDeps) -> Callable[[CheckinState], dict]:
@@ -85,13 +50,11 @@ def write(state: CheckinState, deps: WriterDeps) -> dict:
     entry = render_entry(state, obs, marker)
     written = False
     if deps.write:
-        path = Path(state.run.run_dir) / STATUS_FILE
         text = entry
         if state.checkin == 1:
             text = render_header(state, obs, entry_marker(deps.run_key, 0)) + "\n" + entry
         try:
-            with sigint_deferred():
-                written = append_entry(path, text, marker)
+            written = deps.status.append(Path(state.run.run_dir), text, marker)
         except OSError as exc:
             entry = entry.replace(marker, f"- STATUS.md could not be written: {exc.strerror or exc}\n{marker}")
     return {
@@ -108,32 +71,29 @@ def render_entry(state: CheckinState, obs: Observation, marker: str) -> str:
     notes = list(dict.fromkeys(obs.notes))
     if obs.rollouts_step is None and obs.trainer_step is not None:
         notes.append("no saved rollouts found: samples cannot be read (a monitoring limitation)")
-    return (
-        templates()
-        .get_template("status_entry.j2")
-        .render(
-            checked_at=obs.now,
-            step=obs.trainer_step if obs.trainer_step is not None else obs.orchestrator_step,
-            max_steps=config.max_steps,
-            health=state.out.health.value if state.out.health else "Healthy",
-            progress=progress_line(history, config),
-            stability=stability_line(history, state.out.findings),
-            performance=performance_line(history, obs),
-            findings=state.out.findings,
-            samples=samples_worth_quoting(state.out.findings, obs),
-            groups=[g for g in obs.warning_groups if g.level != "STDERR"][:8],
-            notes=notes[:12],
-            evidence_limit=EVIDENCE_LIMIT,
-            proposal=state.out.proposal,
-            reviews=state.out.reviews,
-            proposal_notes=state.out.proposal_notes,
-            gate=state.gate,
-            expires=obs.now + timedelta(seconds=state.gate.expiry_s),
-            run_dir=state.run.run_dir,
-            llm_notes=state.out.llm.notes if state.out.llm else [],
-            llm_line=llm_line(state.out.llm),
-            marker=marker,
-        )
+    return render(
+        "status_entry.j2",
+        checked_at=obs.now,
+        step=obs.trainer_step if obs.trainer_step is not None else obs.orchestrator_step,
+        max_steps=config.max_steps,
+        health=state.out.health.value if state.out.health else "Healthy",
+        progress=progress_line(history, config),
+        stability=stability_line(history, state.out.findings),
+        performance=performance_line(history, obs),
+        findings=state.out.findings,
+        samples=samples_worth_quoting(state.out.findings, obs),
+        groups=[g for g in obs.warning_groups if g.level != "STDERR"][:8],
+        notes=notes[:12],
+        evidence_limit=EVIDENCE_LIMIT,
+        proposal=state.out.proposal,
+        reviews=state.out.reviews,
+        proposal_notes=state.out.proposal_notes,
+        gate=state.gate,
+        expires=obs.now + timedelta(seconds=state.gate.expiry_s),
+        run_dir=state.run.run_dir,
+        llm_notes=state.out.llm.notes if state.out.llm else [],
+        llm_line=llm_line(state.out.llm),
+        marker=marker,
     )
 
 
@@ -150,11 +110,8 @@ def render_header(state: CheckinState, obs: Observation, marker: str) -> str:
         processes = ", ".join(f"{p.role} (pid {p.pid})" for p in obs.live.processes) + f"; {obs.live.process_match}"
     else:
         processes = f"none found ({obs.live.process_match})"
-    return (
-        templates()
-        .get_template("status_header.j2")
-        .render(run=state.run, config=state.memory.config, checked_at=obs.now, processes=processes, marker=marker)
-    )
+    config = state.memory.config
+    return render("status_header.j2", run=state.run, config=config, checked_at=obs.now, processes=processes, marker=marker)
 
 
 def _latest(history: MetricHistory, process: str, metric: str) -> tuple[int, float] | None:
@@ -247,17 +204,3 @@ def performance_line(history: MetricHistory, obs: Observation) -> str:
     if obs.live.disk_free_ratio is not None:
         parts.append(f"disk free {pct(obs.live.disk_free_ratio)} ({obs.live.disk_free_gib:.0f} GiB)")
     return ("; ".join(parts) + ".") if parts else "n/a (no step timings yet)."
-
-
-@contextmanager
-def sigint_deferred() -> Iterator[None]:
-    """Block SIGINT while the entry is appended; a Ctrl-C pressed meanwhile lands right after."""
-    try:
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    except (AttributeError, ValueError, OSError):
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)

@@ -16,7 +16,7 @@ import difflib
 import tomllib
 from enum import StrEnum
 from pathlib import Path
-from typing import Self
+from typing import Literal, Self
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -130,7 +130,10 @@ class Case(_Strict):
     """One fixture's expectations (the schema of case.toml)."""
 
     title: str = Field(min_length=1)
-    layout: Layout
+    layout: Layout | None = None
+    """prime-rl's on-disk layout (H or L); None for the frameworks that have no such thing."""
+    framework: Literal["prime-rl", "verl", "trl", "openrlhf"] = "prime-rl"
+    """The framework whose run the fixture holds (SIMULATED verl/TRL/OpenRLHF runs say so)."""
     difficulty: Difficulty
     description: str = ""
     log_timezone: str = "UTC"
@@ -163,6 +166,8 @@ class Case(_Strict):
     @model_validator(mode="after")
     def _consistent(self) -> Self:
         n = len(self.checkins)
+        if (self.layout is None) != (self.framework != "prime-rl"):
+            raise ValueError("layout (H or L) is given for a prime-rl run, and only for it")
         for i, e in enumerate(self.expect):
             if e.by_checkin > n:
                 raise ValueError(f"expect[{i}] ({e.id}): by_checkin = {e.by_checkin} but there are only {n} check-ins")

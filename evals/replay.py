@@ -138,7 +138,8 @@ def replay(fixture: Fixture | Path, *, workdir: Path | None = None, llm=None) ->
 def _replay(fixture: Fixture, base: Path, llm=None) -> ReplayResult:
     from zoneinfo import ZoneInfo
 
-    from rlagent.graph.runner import Monitor, build_report  # heavy: LangGraph
+    from rlagent.agents.report import build_report
+    from rlagent.graph.runner import Monitor  # heavy: LangGraph
 
     started = time.perf_counter()
     case = fixture.case

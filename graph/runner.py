@@ -1,4 +1,6 @@
-"""The runner: one check-in through the graph, with the run's state in its SQLite store.
+"""The monitor: one check-in through the graph, with the run's state in its SQLite store. It
+builds the nodes from their deps and hands each the side effects it needs (`Effects`: real by
+default, fakes in tests); the check-in report is rlagent.agents.report, the cadence graph.cadence.
 
 A check-in is persisted once, at its end (durability "exit"); a check-in that crashed is
 simply done again with the same number, and STATUS.md entry ids make that safe.
@@ -14,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from langgraph.types import Command
@@ -24,9 +26,8 @@ from rlagent.agents.collector import CollectorDeps, make_collector
 from rlagent.agents.command_plan import PlanDeps, make_launch_probe
 from rlagent.agents.diagnostician import make_diagnostician
 from rlagent.agents.launcher import LauncherDeps, make_launcher
-from rlagent.agents.llm.runtime import LLMRuntime, llm_report, with_llm_record
+from rlagent.agents.llm.runtime import LLMRuntime
 from rlagent.agents.review import ReviewDeps, Reviewer, default_reviewers, make_team_review
-from rlagent.agents.review.claude_team import claude_team
 from rlagent.agents.rules.thresholds import Thresholds
 from rlagent.agents.writer import WriterDeps, make_writer
 from rlagent.graph.build import Nodes, build_graph
@@ -35,15 +36,36 @@ from rlagent.models.actions import ApprovalMode, ApprovalRequest, Decision, Gate
 from rlagent.models.run import RunInfo
 from rlagent.models.state import CheckinOutput, CheckinState
 from rlagent.tools import journal
+from rlagent.tools.clock import Clock, SystemClock
 from rlagent.tools.dayclock import local_tz
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
+from rlagent.tools.hostprobes import HostProbe, HttpGet, SystemHost, urllib_get
+from rlagent.tools.processes import ProcessProbe, SystemProcesses
+from rlagent.tools.statusfile import StatusFile, StatusSink
+from rlagent.tools.tmux import PaneOpener, open_launcher
 
 
 def _quiet(_: str) -> None:
     pass
+
+
+@dataclass(frozen=True)
+class Effects:
+    """Every side effect of a monitor, each behind a narrow interface (the real ones by default;
+    tests pass fakes, tests/fakes.py). The monitor hands each to the nodes' deps that need it.
+    The LLM client is the other one: it comes with the `LLMRuntime` (its `client_factory`)."""
+
+    clock: Clock = field(default_factory=SystemClock)
+    """Wall clock of live check-ins and decisions; monotonic time and sleeping of the verification."""
+    status: StatusSink = field(default_factory=StatusFile)
+    """The one writer of STATUS.md: check-in entries and follow-up entries."""
+    processes: ProcessProbe = field(default_factory=SystemProcesses)
+    """The run's processes, and the launch command in their relatives' environment."""
+    host: HostProbe = field(default_factory=SystemHost)
+    """Host RAM and the run's free disk."""
+    http_get: HttpGet = urllib_get
+    """vLLM `/metrics`."""
+    open_pane: PaneOpener = open_launcher
+    """The run's tmux Launcher pane."""
 
 
 @dataclass(frozen=True)
@@ -92,7 +114,7 @@ class Monitor:
         thresholds: Thresholds | None = None,
         log_timezone: str | None = None,
         probe_timeout_s: float = 2.0,
-        clock: Callable[[], datetime] = utc_now,
+        effects: Effects | None = None,
         nodes: Nodes | None = None,
         actions: ActionConfig | None = None,
         llm: LLMRuntime | None = None,
@@ -105,45 +127,53 @@ class Monitor:
         self.conn = connect(self.dir / "state.db")
         self.saver = SqliteSaver(self.conn)
         self.offline = offline
-        self.clock = clock
+        effects = effects or Effects()
+        self.clock = effects.clock
         self._deps = CollectorDeps(
             offline=offline,
             tz=ZoneInfo(log_timezone) if log_timezone else local_tz(),
-            clock=clock,
+            clock=effects.clock,
             probe_timeout_s=probe_timeout_s,
+            processes=effects.processes,
+            host=effects.host,
+            http_get=effects.http_get,
         )
-        self._writer_deps = WriterDeps(run_key=self.key, write=write)
+        self._writer_deps = WriterDeps(run_key=self.key, write=write, status=effects.status)
         self.actions = actions or ActionConfig()
         self.gate = self._gate(offline)
         thresholds = thresholds or Thresholds()
         self.llm = llm
         reviewers = self.actions.reviewers or default_reviewers(self.actions.max_restarts_per_day)
-        team_review = make_team_review(
-            ReviewDeps(
-                reviewers=claude_team(reviewers, llm) if llm is not None else reviewers,
-                planning=PlanDeps(target=self.actions.target, launch_command=self.actions.launch_command, live=not offline),
-            )
+        planning = PlanDeps(
+            target=self.actions.target,
+            launch_command=self.actions.launch_command,
+            live=not offline,
+            processes=effects.processes,
+            open_pane=effects.open_pane,
         )
         self.nodes = nodes or Nodes(
             collector=make_collector(self._deps),
             diagnostician=make_diagnostician(thresholds, llm),
             writer=make_writer(self._writer_deps),
-            team_review=with_llm_record(team_review, llm) if llm is not None and llm.enabled else team_review,
+            team_review=make_team_review(ReviewDeps(reviewers=reviewers, planning=planning, llm=llm)),
             # Always wired, so any monitor can resume a decision left pending; the router decides
             # from the check-in's gate whether a new one goes there.
             launcher=make_launcher(
                 LauncherDeps(
                     journal_dir=self.dir,
                     run_key=self.key,
-                    clock=clock,
+                    clock=effects.clock,
                     verify_timeout_s=self.actions.verify_timeout_s,
                     verify_poll_s=self.actions.verify_poll_s,
                     required_roles=tuple(thresholds.required_roles),
                     write=write,
                     notify=self.actions.notify,
+                    open_pane=effects.open_pane,
+                    processes=effects.processes,
+                    status=effects.status,
                 )
             ),
-            launch_probe=None if offline else make_launch_probe(),
+            launch_probe=None if offline else make_launch_probe(effects.processes),
         )
         self.graph = build_graph(self.nodes, self.saver)
         self.saver.setup()
@@ -179,16 +209,16 @@ class Monitor:
                 raise NothingPending("no decision is pending for this run (answered elsewhere, or expired)")
             if found[0] != request_id:
                 raise NothingPending("the pending decision is not the one shown (it changed meanwhile); look again")
-            decision = Decision(approved=approved, by=by, at=self.clock(), how=how, request_id=request_id)
+            decision = Decision(approved=approved, by=by, at=self.clock.now(), how=how, request_id=request_id)
             return self._resume(decision)
 
     def expire_if_due(self) -> CheckinState | None:
         """Close a pending decision whose time is up (as No; nothing sent); the state if it did."""
         with run_lock(self.dir):
             found = self.pending()
-            if found is None or self.clock() < found[1].expires_at:
+            if found is None or self.clock.now() < found[1].expires_at:
                 return None
-            return self._resume(Decision(approved=False, by="nobody", at=self.clock(), how="expired", request_id=found[0]))
+            return self._resume(Decision(approved=False, by="nobody", at=self.clock.now(), how="expired", request_id=found[0]))
 
     def _resume(self, decision: Decision) -> CheckinState:
         result = self.graph.invoke(Command(resume=decision.model_dump(mode="json")), self.config, durability="exit")
@@ -208,8 +238,8 @@ class Monitor:
         if sent and sent.get("command") == request.command:
             logger.warning("check-in #{}: the command was already sent; verifying it again", request.checkin)
             self._resume(Decision.model_validate(sent["decision"]))
-        elif self.clock() >= request.expires_at:
-            self._resume(Decision(approved=False, by="nobody", at=self.clock(), how="expired", request_id=request_id))
+        elif self.clock.now() >= request.expires_at:
+            self._resume(Decision(approved=False, by="nobody", at=self.clock.now(), how="expired", request_id=request_id))
         else:
             raise DecisionPending(request_id, request)
 
@@ -257,36 +287,3 @@ class Monitor:
 
     def close(self) -> None:
         self.conn.close()
-
-
-def build_report(state: CheckinState, pending: ApprovalRequest | None = None) -> dict:
-    """The JSON report (DESIGN.md interfaces); `pending` is the decision the check-in waits for."""
-    obs = state.out.observation
-    assert obs is not None
-    step = obs.trainer_step if obs.trainer_step is not None else obs.orchestrator_step
-    return {
-        "run_dir": state.run.run_dir,
-        "layout": state.run.layout.value,
-        "picked_from": state.run.picked_from,
-        "checkin": state.checkin,
-        "checked_at": obs.now.astimezone(UTC).isoformat().replace("+00:00", "Z"),
-        "step": step,
-        "max_steps": state.memory.config.max_steps,
-        "health": state.out.health.value if state.out.health else None,
-        "findings": [
-            f.model_dump(
-                mode="json", include={"id", "severity", "category", "summary", "evidence", "first_step", "last_step", "source"}
-            )
-            for f in state.out.findings
-        ],
-        "proposal": state.out.proposal.model_dump(mode="json") if state.out.proposal else None,
-        "proposal_notes": state.out.proposal_notes,
-        "reviews": [r.model_dump(mode="json") for r in state.out.reviews],
-        "pending": pending.model_dump(mode="json") if pending else None,
-        "launch": state.out.launch.model_dump(mode="json") if state.out.launch else None,
-        "status_entry": state.out.status_entry,
-        "written": state.out.written,
-        "notes": obs.notes,
-        "samples": [r.model_dump(mode="json") for r in obs.rollouts],
-        "llm": llm_report(state.out.llm),
-    }

@@ -65,7 +65,7 @@ def diagnosis(**fields: Any) -> dict[str, Any]:
 
 
 def log_line(run_dir: Path, rel: str, number: int) -> str:
-    """Line `number` of a log as a reader sees it (ANSI colours and the rank prefix removed)."""
+    """Line `number` of a log as a reader sees it (control sequences and the rank prefix removed)."""
     from rlagent.tools.loglines import clean
 
     with open(run_dir / rel, "rb") as f:

@@ -13,9 +13,10 @@ from datetime import timedelta
 
 import pytest
 
-from rlagent.graph.runner import ActionConfig, DecisionPending, Monitor, NothingPending
+from rlagent.graph.runner import ActionConfig, DecisionPending, Effects, Monitor, NothingPending
 from rlagent.models.actions import ApprovalMode, LaunchStatus
 from rlagent.tools.approval import Answer, ask
+from rlagent.tools.clock import SystemClock
 from rlagent.tools.layout import discover_run
 
 from launchkit import SimRun, crashed_h_run, launch, tmux_servers, wait_for  # noqa: F401
@@ -151,7 +152,9 @@ def test_approval_from_a_second_process_after_the_monitor_was_killed(tmp_path, t
 
 def _monitor(run, tmp_path, now, approve=ApprovalMode.ASK):
     actions = ActionConfig(approve=approve, launch_command=LAUNCH, decision_expiry_s=7200)
-    return Monitor(discover_run(run.dir), home=tmp_path / "home", clock=lambda: now[0], actions=actions)
+    return Monitor(
+        discover_run(run.dir), home=tmp_path / "home", effects=Effects(clock=SystemClock(lambda: now[0])), actions=actions
+    )
 
 
 def test_a_pending_decision_blocks_checkins_then_expires_as_no(tmp_path):

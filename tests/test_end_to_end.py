@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from rlagent.agents.report import build_report
 from rlagent.evals.simulator import SCENARIOS, append_run, write_run
-from rlagent.graph.runner import Monitor, build_report
+from rlagent.graph.runner import Monitor
 from rlagent.models.run import Health
 from rlagent.tools.layout import discover_run
 

@@ -18,7 +18,7 @@ from rlagent.evals.cut import RecordedRun, WorkingCopy, cut
 from rlagent.evals.fixture import FIXTURES, load_fixture
 from rlagent.evals.manifest import LinkState, build_manifest
 from rlagent.tools.dayclock import date_points
-from rlagent.tools.loglines import strip_ansi
+from rlagent.tools.untrusted import strip_controls
 
 from conftest import loguru_line
 
@@ -129,7 +129,7 @@ def test_a_rotated_log_lives_under_its_old_name_until_the_rotation(recorded, tmp
     inode = (copy.root / "logs/attempt_1/old.log").stat().st_ino
     copy.grow(at(9))
     assert (copy.root / "logs/attempt_1/old.log.1").stat().st_ino == inode  # renamed, not rewritten
-    current = strip_ansi((copy.root / "logs/attempt_1/old.log").read_text()).split()
+    current = strip_controls((copy.root / "logs/attempt_1/old.log").read_text()).split()
     assert "c" in current and "a" not in current
 
 

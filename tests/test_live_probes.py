@@ -9,8 +9,9 @@ import time
 
 import pytest
 
-from rlagent.graph.runner import Monitor
+from rlagent.graph.runner import Effects, Monitor
 from rlagent.models.run import Health
+from rlagent.tools.clock import SystemClock
 from rlagent.tools.hostprobes import parse_vllm_metrics, probe_vllm
 from rlagent.tools.layout import discover_run
 from rlagent.tools.processes import find_run_processes
@@ -96,7 +97,7 @@ def test_a_process_that_dies_is_reported_down(tmp_path, children):
     run.steps(6)
     for role in ("Trainer", "Orchestrator", "Inference"):
         children.append(spawn(f"PRIME-RL::{role}", open_file=run.logs / f"{role.lower()}.log"))
-    mon = Monitor(discover_run(run.dir), home=tmp_path / "home", clock=lambda: run.clock)
+    mon = Monitor(discover_run(run.dir), home=tmp_path / "home", effects=Effects(clock=SystemClock(lambda: run.clock)))
     first = mon.check_in()
     assert first.out.health is Health.HEALTHY, first.out.findings
     assert sorted(p.role for p in first.out.observation.live.processes) == ["Inference", "Orchestrator", "Trainer"]

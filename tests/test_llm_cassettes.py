@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rlagent.agents.llm.models import CATALOGUE
-from rlagent.graph.runner import build_report
+from rlagent.agents.report import build_report
+from rlagent.agents.rules.catalogue import CATALOGUE
 from rlagent.tools.llm.client import DEFAULT_MODEL, AnthropicClient, LLMSettings
 
 from llm_helpers import LAUNCH, check, copy_run, monitor, runtime

@@ -9,16 +9,18 @@ import re
 
 import pytest
 
-from rlagent.agents.llm.call import ELIDED, fit
+from rlagent.agents.llm.call import elided, fit
 from rlagent.agents.llm.diagnostician import TOOL_ROOM, diagnosis_prompt, revise_with_claude
-from rlagent.agents.llm.models import CATALOGUE, Diagnosis
-from rlagent.agents.llm.prompts import base_request, system_text, untrusted
+from rlagent.agents.llm.models import Diagnosis
+from rlagent.agents.llm.prompts import base_request, system_text
 from rlagent.agents.proposals import revise
+from rlagent.agents.rules.catalogue import CATALOGUE
 from rlagent.agents.rules.thresholds import Thresholds
 from rlagent.models.actions import Check, Review, Verdict
 from rlagent.models.observation import LogEvent, Rollout, WarningGroup
 from rlagent.models.state import applied
 from rlagent.tools.llm.client import LLMBudgetExceeded, estimate_tokens, text_reply, tool_reply
+from rlagent.tools.untrusted import data_fence as untrusted
 
 from llm_helpers import LAUNCH, check, copy_run, diagnosis, log_line, scripted
 
@@ -201,7 +203,7 @@ def test_fit_elides_the_oldest_tool_results_first_and_refuses_what_cannot_fit():
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "b", "content": "B" * 7000}]},
     ]
     fitted = fit(request, messages, budget=2500)
-    assert fitted[1]["content"][0]["content"] == ELIDED and fitted[2]["content"][0]["content"] == "B" * 7000
+    assert fitted[1]["content"][0]["content"] == elided() and fitted[2]["content"][0]["content"] == "B" * 7000
     assert messages[1]["content"][0]["content"] == "A" * 7000  # the caller's list is untouched
     with pytest.raises(LLMBudgetExceeded):
         fit(request, [{"role": "user", "content": "z" * 50_000}], budget=2500)

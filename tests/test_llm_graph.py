@@ -5,7 +5,7 @@ overturns one), revision routing, and usage in the run's history and the JSON re
 from __future__ import annotations
 
 from rlagent.agents.llm.runtime import LLMRuntime
-from rlagent.graph.runner import build_report
+from rlagent.agents.report import build_report
 from rlagent.tools.llm.client import LLMSettings, LLMUnavailable, TokenUsage, tool_reply
 
 from llm_helpers import LAUNCH, check, copy_run, diagnosis, log_line, monitor, scripted

@@ -5,9 +5,10 @@ from datetime import timedelta
 
 import pytest
 
+from rlagent.agents.report import build_report
 from rlagent.agents.writer import write
 from rlagent.graph.build import Nodes
-from rlagent.graph.runner import Monitor, build_report
+from rlagent.graph.runner import Monitor
 from rlagent.models.run import Health
 from rlagent.tools.layout import discover_run
 

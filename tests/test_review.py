@@ -7,7 +7,7 @@ import shlex
 from datetime import timedelta
 
 from rlagent.agents.review import EffectReviewer, EvidenceAuditor, ReviewPacket, SafetyOfficer
-from rlagent.graph.runner import ActionConfig, Monitor
+from rlagent.graph.runner import ActionConfig, Effects, Monitor
 from rlagent.models.actions import (
     ActionKind,
     ApprovalMode,
@@ -19,6 +19,7 @@ from rlagent.models.actions import (
     TmuxTarget,
     Verdict,
 )
+from rlagent.tools.clock import SystemClock
 from rlagent.tools.launch_command import build_argv
 from rlagent.tools.layout import discover_run
 
@@ -31,7 +32,9 @@ TARGET = TmuxTarget(socket="rlagent-test-unused")
 
 def monitor_for(run, tmp_path, approve=ApprovalMode.ASK, **actions):
     config = ActionConfig(approve=approve, target=TARGET, launch_command=LAUNCH, **actions)
-    return Monitor(discover_run(run.dir), home=tmp_path / "home", clock=lambda: run.clock, actions=config)
+    return Monitor(
+        discover_run(run.dir), home=tmp_path / "home", effects=Effects(clock=SystemClock(lambda: run.clock)), actions=config
+    )
 
 
 def packet(state, **changes) -> ReviewPacket:
@@ -114,7 +117,9 @@ def test_the_safety_officer_guards_budget_loops_checkpoints_finish_and_the_comma
 def test_without_a_launch_command_nothing_is_guessed_and_the_user_is_asked(tmp_path):
     run = crashed_h_run(tmp_path)
     config = ActionConfig(approve=ApprovalMode.ASK, target=TARGET)
-    state = Monitor(discover_run(run.dir), home=tmp_path / "home", clock=lambda: run.clock, actions=config).check_in()
+    state = Monitor(
+        discover_run(run.dir), home=tmp_path / "home", effects=Effects(clock=SystemClock(lambda: run.clock)), actions=config
+    ).check_in()
     plan = state.out.reviews[0].plan
     assert plan.send is None and "set it with --launch-command" in plan.problem and "never guesses" in plan.problem
     assert not state.out.reviews[-1].agreed and "set it with --launch-command" in state.out.status_entry

@@ -37,28 +37,12 @@ from rlagent.models.state import CheckinState, typed_node
 from rlagent.tools.launch_command import build_argv, command_line
 from rlagent.tools.layout import discover_run
 
+from fakes import FakeClock, FakePane, FakeProcesses, FakeTmux
 from launchkit import crashed_h_run
 
 LAUNCH = ["uv", "run", "rl", "@", "configs/my run.toml", "--wandb.name", "it's mine"]
 CONFIG = RunConfig(max_steps=100, seq_len=2048, max_completion_tokens=512, temperature=1.0, batch_size=64, group_size=8)
 IDS = ["run_crashed", "process_down", "cuda_oom", "truncation_high", "entropy_collapse", "nan_detected"]
-
-
-class FakePane:
-    def __init__(self, busy):
-        self.busy, self.sent = busy, []
-
-    def busy_with(self):
-        return self.busy
-
-    def send_line(self, text):
-        self.sent.append(("line", text))
-
-    def send_key(self, key):
-        self.sent.append(("key", key))
-
-    def lines(self, history=2000):
-        return []
 
 
 class Scripted:
@@ -143,10 +127,11 @@ def test_sent_iff_unanimous_review_and_a_person_and_always_the_built_command(
                 LauncherDeps(
                     journal_dir=Path(journal_dir),
                     run_key="prop",
-                    clock=lambda: _crashed_run.clock,
+                    clock=FakeClock(_crashed_run.clock),
                     verify_timeout_s=0,
                     write=False,
-                    open_pane=lambda target: pane,
+                    open_pane=FakeTmux(pane),
+                    processes=FakeProcesses(),
                 )
             ),
         )

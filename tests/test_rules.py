@@ -18,7 +18,7 @@ import pytest
 from rlagent.agents.rules import RULES, RuleContext, Thresholds, health_of, run_rules
 from rlagent.agents.rules.context import noise_sd, rolling_median, streak_vs_reference, theil_sen_slope
 from rlagent.models.observation import EvalPoint, LiveProbes, LogEvent, MetricHistory, Observation, ProcessInfo
-from rlagent.models.run import Health, Layout, RunConfig, RunInfo, Severity
+from rlagent.models.run import Category, Health, Layout, RunConfig, RunInfo, Severity
 from rlagent.models.state import CheckinOutput, CheckinState, RunMemory
 
 NOW = datetime(2026, 9, 1, 12, 0, tzinfo=UTC)
@@ -131,7 +131,39 @@ class Run:
 def healthy(seed: int = 0, n: int = 200) -> Run:
     """A realistic healthy GRPO run: noisy rising reward, slowly falling entropy, single-step
     excursions, checkpoint steps that take longer, and the normal alarming-looking lines."""
-    rng = random.Random(seed)
+    trainer, orch, evals = _healthy_series(random.Random(seed), n)
+    run = Run(
+        n=n,
+        trainer=trainer,
+        orch=orch,
+        evals=evals,
+        events=[],
+        config=RunConfig(
+            max_steps=500,
+            batch_size=256,
+            group_size=8,
+            max_completion_tokens=2048,
+            seq_len=4096,
+            ckpt_interval=50,
+            max_off_policy_steps=8,
+        ),
+        live=LiveProbes(
+            processes=[ProcessInfo(pid=100 + i, title=f"PRIME-RL::{r}", role=r) for i, r in enumerate(ROLES)],
+            host_ram_percent=61.0,
+            disk_free_ratio=0.45,
+            disk_free_gib=800.0,
+            vllm={"vllm:kv_cache_usage_perc": 0.62, "vllm:num_requests_waiting": 0.0, "vllm:num_requests_running": 48},
+        ),
+        # Trainer and orchestrator save independently: the newest step may be half-written.
+        checkpoints={150: ["trainer", "orchestrator"], n: ["trainer"]},
+        processes_seen=list(ROLES),
+    )
+    run.events = _normal_looking_events(run)
+    return run
+
+
+def _healthy_series(rng: random.Random, n: int) -> tuple[dict, dict, list[EvalPoint]]:
+    """Trainer and orchestrator metrics of a healthy run, step 1..n, and its evals."""
     trainer, orch = {}, {}
     for s in range(1, n + 1):
         step_time = 90.0 if s == 1 else STEP_SECONDS + rng.gauss(0, 2) + (15 if s % 50 == 0 else 0)
@@ -163,34 +195,14 @@ def healthy(seed: int = 0, n: int = 200) -> Run:
         EvalPoint(env="gsm8k", step=s, score=0.3 + 0.3 * (1 - math.exp(-s / 100)) + rng.gauss(0, 0.01))
         for s in range(25, n + 1, 25)
     ]
-    run = Run(
-        n=n,
-        trainer=trainer,
-        orch=orch,
-        evals=evals,
-        events=[],
-        config=RunConfig(
-            max_steps=500,
-            batch_size=256,
-            group_size=8,
-            max_completion_tokens=2048,
-            seq_len=4096,
-            ckpt_interval=50,
-            max_off_policy_steps=8,
-        ),
-        live=LiveProbes(
-            processes=[ProcessInfo(pid=100 + i, title=f"PRIME-RL::{r}", role=r) for i, r in enumerate(ROLES)],
-            host_ram_percent=61.0,
-            disk_free_ratio=0.45,
-            disk_free_gib=800.0,
-            vllm={"vllm:kv_cache_usage_perc": 0.62, "vllm:num_requests_waiting": 0.0, "vllm:num_requests_running": 48},
-        ),
-        # Trainer and orchestrator save independently: the newest step may be half-written.
-        checkpoints={150: ["trainer", "orchestrator"], n: ["trainer"]},
-        processes_seen=list(ROLES),
-    )
+    return trainer, orch, evals
+
+
+def _normal_looking_events(run: Run) -> list[LogEvent]:
+    """The alarming-looking lines every healthy run has (startup `not reached`, no NVLink, a
+    paused orchestrator, a few failed traces, a few cancelled episodes)."""
     t0 = run.time_of(1) - timedelta(minutes=3)
-    run.events = [
+    return [
         ev(
             "inference_unreachable",
             "Inference server was not reached after 30 seconds (Error: ConnectError) on http://localhost:8000/v1",
@@ -232,7 +244,6 @@ def healthy(seed: int = 0, n: int = 200) -> Run:
             numbers=(3,),
         ),
     ]
-    return run
 
 
 def ids(run: Run, thresholds: Thresholds | None = None) -> set[str]:
@@ -1102,6 +1113,20 @@ def test_every_catalogued_id_has_a_rule_and_every_rule_id_is_catalogued():
     )
     assert set(re.findall(r'\bid="([a-z_]+)"', text)) <= set(FINDING_IDS)  # no rule emits an unknown id
     assert {i for i in FINDING_IDS if f'"{i}"' not in text} == set()  # every id has a rule
+
+
+def test_rules_build_findings_with_the_catalogue_builder():
+    from pathlib import Path
+
+    from rlagent.agents.rules.catalogue import CATALOGUE, finding
+
+    made = finding(id="entropy_collapse", severity=Severity.WARNING, summary="s", evidence=("a",), first_step=3, last_step=5)
+    assert made.category is CATALOGUE["entropy_collapse"] is Category.STABILITY
+    assert (made.evidence, made.first_step, made.last_step, made.source) == (["a"], 3, 5, "rules")
+    with pytest.raises(KeyError):
+        finding(id="not_a_catalogue_id", severity=Severity.INFO, summary="s")
+    rules = Path(__file__).resolve().parent.parent / "agents" / "rules"
+    assert [p.name for p in rules.glob("*.py") if "Finding(" in p.read_text()] == ["catalogue.py"]  # the one way
 
 
 def test_zero_advantage_from_a_reward_pinned_at_its_bound_when_nothing_else_says():

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from rlagent.commands.simulate import simulate
 from rlagent.evals.simulator import SCENARIOS, write_run
 from rlagent.evals.simulator.expectations import ALL_IDS, EXPECTATIONS
+from rlagent.evals.simulator.frameworks import FRAMEWORK_SCENARIOS
 from rlagent.evals.simulator.scenario import KINDS
 from rlagent.evals.simulator.verify import check_in_process
 from rlagent.tools.patterns import classify
@@ -260,7 +261,7 @@ def test_list_names_every_scenario(cli):
     result = cli("--list")
     assert result.exit_code == 0
     listed = [line.split()[0] for line in result.output.splitlines()]
-    assert listed == list(SCENARIOS)
+    assert listed == list(SCENARIOS) + list(FRAMEWORK_SCENARIOS)  # prime-rl, then the SIMULATED verl/TRL/OpenRLHF runs
 
 
 @pytest.mark.parametrize(

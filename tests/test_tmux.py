@@ -6,8 +6,9 @@ import sys
 
 import pytest
 
-from rlagent.graph.runner import ActionConfig, Monitor
+from rlagent.graph.runner import ActionConfig, Effects, Monitor
 from rlagent.models.actions import ApprovalMode, LaunchStatus, TmuxTarget
+from rlagent.tools.clock import SystemClock
 from rlagent.tools.layout import discover_run
 from rlagent.tools.tmux import TmuxError, open_launcher
 
@@ -41,7 +42,13 @@ def test_missing_server_session_or_window_is_a_clear_error(tmux_servers):  # noq
 def _pending_monitor(tmp_path, target, **kwargs):
     run = crashed_h_run(tmp_path)
     actions = ActionConfig(approve=ApprovalMode.ASK, target=target, launch_command=LAUNCH, verify_timeout_s=2, verify_poll_s=0.2)
-    monitor = Monitor(discover_run(run.dir), home=tmp_path / "home", clock=lambda: run.clock, actions=actions, **kwargs)
+    monitor = Monitor(
+        discover_run(run.dir),
+        home=tmp_path / "home",
+        effects=Effects(clock=SystemClock(lambda: run.clock)),
+        actions=actions,
+        **kwargs,
+    )
     state = monitor.check_in()
     assert state.out.reviews[-1].agreed, state.out.reviews[-1].verdicts
     return run, monitor
@@ -85,7 +92,9 @@ def test_a_restart_that_does_not_come_back_is_reported_down(tmp_path, tmux_serve
         verify_timeout_s=20,
         verify_poll_s=0.1,
     )
-    monitor = Monitor(discover_run(run.dir), home=tmp_path / "home", clock=lambda: run.clock, actions=fails)
+    monitor = Monitor(
+        discover_run(run.dir), home=tmp_path / "home", effects=Effects(clock=SystemClock(lambda: run.clock)), actions=fails
+    )
     monitor.check_in()
     request_id, request = monitor.pending()
     state = monitor.decide(True, by="test", request_id=request_id)
@@ -108,7 +117,7 @@ def test_a_monitor_dying_after_the_send_never_sends_twice(tmp_path, tmux_servers
     dying = Monitor(
         discover_run(run.dir),
         home=tmp_path / "home",
-        clock=lambda: run.clock,
+        effects=Effects(clock=SystemClock(lambda: run.clock)),
         actions=ActionConfig(**actions, notify=die_after_send),
     )
     dying.check_in()
@@ -119,7 +128,12 @@ def test_a_monitor_dying_after_the_send_never_sends_twice(tmp_path, tmux_servers
     wait_for(lambda: request.command in tmux.text(), 5, "the command in the pane")
     assert "followup" not in run.status()
 
-    again = Monitor(discover_run(run.dir), home=tmp_path / "home", clock=lambda: run.clock, actions=ActionConfig(**actions))
+    again = Monitor(
+        discover_run(run.dir),
+        home=tmp_path / "home",
+        effects=Effects(clock=SystemClock(lambda: run.clock)),
+        actions=ActionConfig(**actions),
+    )
     state = again.check_in()  # first finishes the sent decision from its write-ahead record, then checks in
     assert state.checkin == 2 and state.memory.dispatches[-1].checkin == 1
     assert tmux.text().count(request.command) == 1 and run.status().count("<!-- rlagent:followup") == 1

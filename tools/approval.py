@@ -1,7 +1,11 @@
-"""The interactive yes/no prompt for a person's approval: default No, bounded by a timeout.
+"""A person's side of the approval gate: the request as text, and the yes/no prompt (default No,
+bounded by a timeout).
 
-Reads the answer straight from the file descriptor with `select`, so the timeout holds even on a
-terminal in canonical mode and nothing is left half-read in Python's stdin buffer.
+The request's text (`render_request`) is a pure function of the launcher's `interrupt()` payload,
+shown by `check`, `run`, `demo`, `approve` and `status`; it lives here, not in the launcher node,
+so the CLI imports text rendering and the prompt, never a graph node. The prompt reads the answer
+straight from the file descriptor with `select`, so the timeout holds even on a terminal in
+canonical mode and nothing is left half-read in Python's stdin buffer.
 """
 
 from __future__ import annotations
@@ -12,6 +16,15 @@ import sys
 import time
 from enum import StrEnum
 from typing import TextIO
+
+from rlagent.models.actions import ApprovalRequest
+from rlagent.tools.templates import render
+
+
+def render_request(request: ApprovalRequest, run_dir: str) -> str:
+    """The approval prompt's text: the command, why, the verdicts, the expiry (prompts/approval_request.j2;
+    log text made terminal-safe there)."""
+    return render("approval_request.j2", request=request, run_dir=run_dir)
 
 
 class Answer(StrEnum):

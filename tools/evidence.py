@@ -24,7 +24,7 @@ def inside(run_dir: Path, rel: str) -> Path | None:
 
 
 def line_at(path: Path, number: int) -> str | None:
-    """Line `number` (1-based), ANSI and rank prefix stripped; None past the end."""
+    """Line `number` (1-based), control sequences and rank prefix stripped; None past the end."""
     try:
         with open(path, "rb") as f:
             for index, raw in enumerate(f, 1):

@@ -10,7 +10,8 @@ import json
 import re
 from dataclasses import dataclass
 
-ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+from rlagent.tools.untrusted import strip_controls
+
 # `[trainer0]:` from torchrun's tee (and `[rank0]:` from torch's C++ logger after it); any
 # `[name123]:` prefix as the multi-node sbatch strips it.
 RANK_PREFIX = re.compile(r"^(?:\[[A-Za-z_]*\d*\]:)+")
@@ -38,13 +39,10 @@ class Head:
     message: str
 
 
-def strip_ansi(text: str) -> str:
-    return ANSI.sub("", text) if "\x1b" in text else text
-
-
 def clean(raw: bytes) -> str:
-    """Decode one raw line: invalid UTF-8 replaced, ANSI and the rank prefix removed."""
-    text = strip_ansi(raw.decode("utf-8", "replace").rstrip("\r\n"))
+    """Decode one raw line: invalid UTF-8 replaced, every control sequence (loguru's colours,
+    anything else the program printed: tools.untrusted) and the rank prefix removed."""
+    text = strip_controls(raw.decode("utf-8", "replace").rstrip("\r\n"))
     return RANK_PREFIX.sub("", text, count=1)
 
 

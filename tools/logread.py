@@ -15,10 +15,10 @@ from typing import NamedTuple
 from rlagent.models.observation import FileCursor, LogEvent, WarningGroup
 from rlagent.tools.dayclock import date_points
 from rlagent.tools.layout import process_of
-from rlagent.tools.logscan import INFERENCE_NEEDLES, NEEDLES, scan_file
+from rlagent.tools.logscan import INFERENCE_NEEDLES, NEEDLES, ScannedLine, ScanResult, scan_file
 from rlagent.tools.patterns import classify, detail_kinds, message_template
 from rlagent.tools.steplines import EvalLine, StepLine, parse_eval_line, parse_step_line
-from rlagent.tools.tail import plan_read
+from rlagent.tools.tail import ReadPlan, plan_read
 
 _WARN_LEVELS = ("WARNING", "ERROR", "CRITICAL")
 
@@ -36,7 +36,6 @@ class LogRead:
     """Every WARNING/ERROR record of this read, grouped by message template."""
     step_counts: dict[str, dict[int, int]] = field(default_factory=dict)
     """kind -> step -> classified lines read, for logs that carry steps (uncapped)."""
-    newest_time: datetime | None = None
     notes: list[str] = field(default_factory=list)
     fresh: bool = False
 
@@ -72,14 +71,8 @@ def read_log(path: Path, rel: str, cursor: FileCursor | None, tz: tzinfo, keep_p
         out.notes.append(plan.note)
     if plan.end <= plan.start:
         return out
-    try:
-        needles = INFERENCE_NEEDLES if Path(rel).name.startswith("inference") else NEEDLES
-        scan = scan_file(path, plan.start, plan.end, plan.first_line, needles)
-    except FileNotFoundError:
-        out.notes.append(f"{rel} was deleted while being read")
-        return LogRead(rel, cursor, notes=out.notes)
-    except OSError as exc:
-        out.notes.append(f"{rel}: read failed ({exc.strerror or exc})")
+    scan = _scan(path, rel, plan, out.notes)
+    if scan is None:
         return LogRead(rel, cursor, notes=out.notes)
     new_cursor.offset = scan.end
     new_cursor.lines = plan.first_line - 1 + scan.newlines
@@ -88,79 +81,125 @@ def read_log(path: Path, rel: str, cursor: FileCursor | None, tz: tzinfo, keep_p
         out.notes.append(f"{rel}: {scan.binary_lines} line(s) of binary junk (NUL bytes or invalid UTF-8), not quoted")
     if scan.long_lines:
         out.notes.append(f"{rel}: {scan.long_lines} over-long line(s) read only in part")
-
-    points = sorted({(ln.line_no, ln.head.seconds) for ln in scan.lines if ln.head} | set(scan.stamps))
-    dates = date_points(points, previous=None if plan.fresh else new_cursor.last_time, mtime=plan.mtime, tz=tz)
-    if points:
-        new_cursor.last_time = dates[points[-1][0]]
-        out.newest_time = new_cursor.last_time
-    process_hint = process_of(rel)
-    kept: dict[str, deque[_Raw]] = defaultdict(lambda: deque(maxlen=keep_per_kind))
-    step_counts: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
-
-    def keep(raw: _Raw) -> None:
-        """Keep the newest events of each kind, and count every one per step."""
-        kept[raw.kind].append(raw)
-        if raw.step is not None:
-            step_counts[raw.kind][raw.step] += 1
-
-    groups: dict[str, list] = {}  # template -> [level, count, first _Raw, last _Raw]
+    dates = _dates(scan, plan, new_cursor, tz)
+    records = _Records(rel, new_cursor, keep_per_kind)
     for line in scan.lines:
-        when = dates.get(line.line_no)
+        records.read(line, dates.get(line.line_no), out)
+    records.finish(out)
+    return out
+
+
+def _scan(path: Path, rel: str, plan: ReadPlan, notes: list[str]) -> ScanResult | None:
+    """The scanner's candidate lines of the planned range; None (and a note) if the file went away."""
+    try:
+        needles = INFERENCE_NEEDLES if Path(rel).name.startswith("inference") else NEEDLES
+        return scan_file(path, plan.start, plan.end, plan.first_line, needles)
+    except FileNotFoundError:
+        notes.append(f"{rel} was deleted while being read")
+    except OSError as exc:
+        notes.append(f"{rel}: read failed ({exc.strerror or exc})")
+    return None
+
+
+def _dates(scan: ScanResult, plan: ReadPlan, cursor: FileCursor, tz: tzinfo) -> dict[int, datetime]:
+    """Line number -> date and time of the dated lines (the cursor carries the newest on)."""
+    points = sorted({(ln.line_no, ln.head.seconds) for ln in scan.lines if ln.head} | set(scan.stamps))
+    dates = date_points(points, previous=None if plan.fresh else cursor.last_time, mtime=plan.mtime, tz=tz)
+    if points:
+        cursor.last_time = dates[points[-1][0]]
+    return dates
+
+
+class _Records:
+    """What the scanned lines say, accumulated: steps and evals (straight into the LogRead), the
+    newest events of each kind with a count per step, and WARNING/ERROR records by template."""
+
+    def __init__(self, rel: str, cursor: FileCursor, keep_per_kind: int) -> None:
+        self.rel = rel
+        self.cursor = cursor
+        self.process_hint = process_of(rel)
+        self.kept: dict[str, deque[_Raw]] = defaultdict(lambda: deque(maxlen=keep_per_kind))
+        self.step_counts: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+        self.groups: dict[str, list] = {}  # template -> [level, count, first _Raw, last _Raw]
+
+    def keep(self, raw: _Raw) -> None:  # raw.kind is set
+        """Keep the newest events of each kind, and count every one per step."""
+        self.kept[raw.kind].append(raw)
+        if raw.step is not None:
+            self.step_counts[raw.kind][raw.step] += 1
+
+    def read(self, line: ScannedLine, when: datetime | None, out: LogRead) -> None:
         head = line.head
         if head is None:
             kind, numbers = classify(line.text, "STDERR")
             if kind is not None:
-                keep(_Raw(line.line_no, when, "STDERR", line.text, "", kind, numbers, new_cursor.step))
-            continue
-        message = head.message
+                self.keep(_Raw(line.line_no, when, "STDERR", line.text, "", kind, numbers, self.cursor.step))
+            return
         if head.level not in _WARN_LEVELS:
-            # Lines with no head of their own after an INFO/SUCCESS line (C++ or torchrun stderr).
-            for index, text in enumerate(line.detail):
-                orphan_kind, orphan_numbers = classify(text, "STDERR") if text else (None, [])
-                if orphan_kind is not None:
-                    raw = _Raw(line.line_no + 1 + index, when, "STDERR", text, "", orphan_kind, orphan_numbers, new_cursor.step)
-                    keep(raw)
+            self._orphans(line, when)
+        if self._step_or_eval(head.message, when, out):
+            return
+        self._record(line, head.level, when)
+
+    def _orphans(self, line: ScannedLine, when: datetime | None) -> None:
+        """Lines with no head of their own after an INFO/SUCCESS line (C++ or torchrun stderr)."""
+        for index, text in enumerate(line.detail):
+            kind, numbers = classify(text, "STDERR") if text else (None, [])
+            if kind is not None:
+                self.keep(_Raw(line.line_no + 1 + index, when, "STDERR", text, "", kind, numbers, self.cursor.step))
+
+    def _step_or_eval(self, message: str, when: datetime | None, out: LogRead) -> bool:
+        """A step or eval line goes to `out` (and moves the cursor's step); True if it was one."""
         if message.startswith("Step "):
-            step_line = parse_step_line(message, process_hint)
+            step_line = parse_step_line(message, self.process_hint)
             if step_line is not None:
                 out.steps.append((step_line, when))
-                if step_line.process == process_hint or process_hint is None:
-                    new_cursor.step = step_line.step
-                continue
+                if step_line.process == self.process_hint or self.process_hint is None:
+                    self.cursor.step = step_line.step
+                return True
         if message.startswith("Evaluated "):
             eval_line = parse_eval_line(message)
             if eval_line is not None:
                 if eval_line.step is None:
-                    eval_line.step = new_cursor.step
+                    eval_line.step = self.cursor.step
                 out.evals.append(eval_line)
-                continue
+                return True
+        return False
+
+    def _record(self, line: ScannedLine, level: str, when: datetime | None) -> None:
+        """A record: classified, grouped when a warning or error, its detail lines classified too."""
+        assert line.head is not None
+        message = line.head.message
         detail = "\n".join(line.detail)
-        kind, numbers = classify(message, head.level)
-        if kind is None and head.level in ("ERROR", "CRITICAL") and "/envs/" in f"/{rel}":
+        kind, numbers = classify(message, level)
+        if kind is None and level in ("ERROR", "CRITICAL") and "/envs/" in f"/{self.rel}":
             kind = "env_error"  # an ERROR in an env server log is an env error whatever its text
-        raw = _Raw(line.line_no, when, head.level, message, detail, kind, numbers, new_cursor.step)
-        if head.level in _WARN_LEVELS:
+        raw = _Raw(line.line_no, when, level, message, detail, kind, numbers, self.cursor.step)
+        if level in _WARN_LEVELS:
             template = message_template(message)
-            group = groups.get(template)
+            group = self.groups.get(template)
             if group is None:
-                groups[template] = [head.level, 1, raw, raw]
+                self.groups[template] = [level, 1, raw, raw]
             else:
                 group[1] += 1
                 group[3] = raw
         if kind is not None:
-            keep(raw)
+            self.keep(raw)
         for extra, extra_numbers, index in detail_kinds(line.detail):
             if extra != kind:
                 text = line.detail[index]
-                keep(_Raw(line.line_no + 1 + index, when, head.level, text, "", extra, extra_numbers, raw.step))
-    out.events = sorted((_event(rel, r) for bucket in kept.values() for r in bucket), key=lambda e: (e.line, e.kind or ""))
-    out.step_counts = {kind: dict(counts) for kind, counts in step_counts.items()}
-    out.groups = {
-        template: WarningGroup(template=template, level=level, count=count, first=_event(rel, first), last=_event(rel, last))
-        for template, (level, count, first, last) in groups.items()
-    }
-    return out
+                self.keep(_Raw(line.line_no + 1 + index, when, level, text, "", extra, extra_numbers, raw.step))
+
+    def finish(self, out: LogRead) -> None:
+        rel = self.rel
+        out.events = sorted(
+            (_event(rel, r) for bucket in self.kept.values() for r in bucket), key=lambda e: (e.line, e.kind or "")
+        )
+        out.step_counts = {kind: dict(counts) for kind, counts in self.step_counts.items()}
+        out.groups = {
+            template: WarningGroup(template=template, level=level, count=count, first=_event(rel, first), last=_event(rel, last))
+            for template, (level, count, first, last) in self.groups.items()
+        }
 
 
 def _event(rel: str, raw: _Raw) -> LogEvent:

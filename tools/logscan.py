@@ -25,7 +25,7 @@ CHUNK = 8 << 20
 MAX_LINE = 64 << 10
 """Longer lines are cut before decoding (a 1 MB line must not cost a 1 MB regex)."""
 MAX_CONTINUATION_LINES = 40
-# A record head starts with ANSI, a digit (time), a rank prefix `[`, JSON `{`, a vLLM `(pid)` or
+# A record head starts with ESC (colour), a digit (time), a rank prefix `[`, JSON `{`, a vLLM `(pid)` or
 # level word; traceback and subline continuations start otherwise and skip the head parser.
 _HEAD_FIRST_BYTES = frozenset(b"\x1b0123456789[{(TDISWEC")
 MAX_DETAIL = 4000
@@ -36,7 +36,7 @@ class ScannedLine:
     line_no: int
     """1-based line number in the file."""
     text: str
-    """ANSI-stripped text of the line."""
+    """Text of the line, control sequences stripped (tools.untrusted)."""
     head: Head | None
     detail: list[str] = field(default_factory=list)
     """Continuation lines that belong to this record (traceback, multi-env sublines)."""

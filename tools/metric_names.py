@@ -80,8 +80,6 @@ _EVAL_KEY = re.compile(r"^eval/([^/]+)/all/[^/]+/(avg@\d+|reward/mean)$")
 # A row is the orchestrator's when it has any key with one of these prefixes.
 _ORCHESTRATOR_PREFIXES = ("train/", "progress/", "off_policy", "time/wait_for_policy", "batch/", "curriculum/")
 
-PERCENT_METRICS = frozenset({"trainable", "error", "cancelled", "truncation", "mfu"})
-
 
 def is_orchestrator_row(row: dict) -> bool:
     return any(key.startswith(_ORCHESTRATOR_PREFIXES) for key in row)

@@ -76,8 +76,6 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _p("no_nvlink", r"No NVLink detected"),
 )
 
-EVENT_KINDS = frozenset(p.kind for p in EVENT_PATTERNS)
-
 
 def classify(message: str, level: str) -> tuple[str | None, list[float]]:
     """Return the event kind of a line (or None) and the numbers its pattern captured."""

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Protocol
 
 import psutil
 
+from rlagent.models.actions import LaunchCommand
 from rlagent.models.observation import ProcessInfo
+from rlagent.tools.launch_source import from_processes
 
 TITLE_PREFIXES = (b"PRIME-RL::", b"Verifiers::")
 
@@ -129,3 +132,26 @@ def find_run_processes(run_dir: Path, run_name: str) -> tuple[list[ProcessInfo],
             continue
         out.append(ProcessInfo(pid=pid, title=title, role=title.split("::", 1)[-1], status=status, rss_mb=round(rss, 1)))
     return out, how
+
+
+class ProcessProbe(Protocol):
+    """What rlagent asks of the host's process table (the collector, the launch-command search
+    and the launcher's verification); tests pass a fake (tests/fakes.py)."""
+
+    def run_processes(self, run_dir: Path, run_name: str) -> tuple[list[ProcessInfo], str]:
+        """(this run's processes, how they were matched, in words)."""
+        ...
+
+    def launch_command(self, pids: list[int]) -> LaunchCommand | None:
+        """The run's launch command from the environment of these processes' relatives."""
+        ...
+
+
+class SystemProcesses:
+    """The real probe: /proc and psutil."""
+
+    def run_processes(self, run_dir: Path, run_name: str) -> tuple[list[ProcessInfo], str]:
+        return find_run_processes(run_dir, run_name)
+
+    def launch_command(self, pids: list[int]) -> LaunchCommand | None:
+        return from_processes(pids)

@@ -3,7 +3,8 @@
 L: `run_default/rollouts/step_N/train_rollouts.jsonl`, one vf.RolloutOutput per line (has `reward`).
 H: `rollouts/step_N/train/all/traces.jsonl`, one verifiers Episode per line; there is no reward
 field: the reward of a trace is the sum of score x weight over its non-null `rewards`.
-Completions are model output: kept short and treated as untrusted text.
+Completions are model output: kept short and treated as untrusted text (control sequences are
+stripped here, as they are read: tools.untrusted).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from rlagent.models.observation import Rollout
 from rlagent.models.run import Layout
+from rlagent.tools.untrusted import strip_controls
 
 _STEP_DIR = re.compile(r"^step_(\d+)$")
 MAX_COMPLETION = 600
@@ -83,16 +85,16 @@ def _from_l(row: dict[str, Any], step: int) -> Rollout:
     return Rollout(
         why="",
         step=step,
-        env=row.get("env_name"),
+        env=_env_name(row.get("env_name")),
         reward=float(reward) if isinstance(reward, int | float) else None,
         truncated=bool(row.get("is_truncated")),
-        error=str(error)[:300] if error else None,
-        completion=_text_of(row.get("completion"))[:MAX_COMPLETION],
+        error=strip_controls(error)[:300] if error else None,
+        completion=strip_controls(_text_of(row.get("completion")))[:MAX_COMPLETION],
     )
 
 
 def _from_h(episode: dict[str, Any], step: int) -> list[Rollout]:
-    env = (episode.get("env") or {}).get("name") if isinstance(episode.get("env"), dict) else None
+    env = _env_name((episode.get("env") or {}).get("name") if isinstance(episode.get("env"), dict) else None)
     errors = episode.get("errors") or []
     out = []
     for trace in episode.get("traces") or []:
@@ -110,7 +112,7 @@ def _from_h(episode: dict[str, Any], step: int) -> list[Rollout]:
                 truncated=trace.get("stop_condition") in ("generation_truncated", "max_tokens", "length")
                 or (trace.get("is_completed") is False and not trace_errors),
                 error=_error_text(trace_errors),
-                completion=_text_of(sampled)[:MAX_COMPLETION],
+                completion=strip_controls(_text_of(sampled))[:MAX_COMPLETION],
             )
         )
     if not out and errors:
@@ -118,12 +120,16 @@ def _from_h(episode: dict[str, Any], step: int) -> list[Rollout]:
     return out
 
 
+def _env_name(name: Any) -> str | None:
+    return None if name is None else strip_controls(name)
+
+
 def _error_text(errors: Any) -> str | None:
     if isinstance(errors, list) and errors:
         first = errors[0]
         if isinstance(first, dict):
-            return f"{first.get('type', 'Error')}: {first.get('message', '')}"[:300]
-        return str(first)[:300]
+            return strip_controls(f"{first.get('type', 'Error')}: {first.get('message', '')}")[:300]
+        return strip_controls(first)[:300]
     return None
 
 

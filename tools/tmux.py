@@ -2,8 +2,8 @@
 
 This is the only way rlagent acts on a run (DESIGN.md rule 1): keys typed into the pane where
 the researcher launched the run and sees what happens. Nothing here decides whether to send.
-`LauncherPane` is the small interface the launcher node uses; tests may pass a fake with the
-same four methods.
+`PaneLike` is the small interface the launcher node and the launch-command search use, and
+`PaneOpener` how they reach it (`open_launcher` here; tests pass a fake, tests/fakes.py).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # libtmux loads only when a pane is opened: every check-in im
     from libtmux.pane import Pane
 
 from rlagent.models.actions import TmuxTarget
+from rlagent.tools.untrusted import strip_controls
 
 SHELLS = frozenset({"bash", "zsh", "sh", "dash", "fish", "ksh", "mksh", "tcsh", "csh", "nu", "xonsh"})
 HISTORY_LINES = 2000
@@ -30,6 +31,12 @@ class PaneLike(Protocol):
     def send_line(self, text: str) -> None: ...
     def send_key(self, key: str) -> None: ...
     def lines(self, history: int = HISTORY_LINES) -> list[str]: ...
+
+
+class PaneOpener(Protocol):
+    def __call__(self, target: TmuxTarget) -> PaneLike:
+        """The target's pane; TmuxError saying what is missing (server, session, window)."""
+        ...
 
 
 def socket_file(socket: str) -> Path:
@@ -68,8 +75,9 @@ class LauncherPane:
         self.pane.send_keys(key, enter=False)
 
     def lines(self, history: int = HISTORY_LINES) -> list[str]:
-        """Visible lines plus history, wrapped lines joined (a long command is one line)."""
-        return self.pane.capture_pane(start=-history, end="-", join_wrapped=True) or []
+        """Visible lines plus history, wrapped lines joined (a long command is one line); the
+        pane shows program output, so control characters are stripped (tools.untrusted)."""
+        return [strip_controls(line) for line in self.pane.capture_pane(start=-history, end="-", join_wrapped=True) or []]
 
 
 def open_launcher(target: TmuxTarget) -> LauncherPane:

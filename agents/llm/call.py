@@ -8,25 +8,26 @@ validated into its pydantic model, with exactly one repair attempt.
 - An answer that does not validate (or plain text instead of the tool) gets one repair turn that
   quotes the validation errors and forces the tool again; a second failure raises
   `LLMInvalidAnswer`, and the caller goes on with the rules.
+The words of these turns are in prompts/partials/llm_messages.j2.
 """
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from rlagent.agents.llm.evidence import Readers
 from rlagent.agents.llm.models import READERS
-from rlagent.agents.llm.prompts import base_request
+from rlagent.agents.llm.prompts import base_request, message
 from rlagent.tools.llm.budget import Session
 from rlagent.tools.llm.client import LLMBudgetExceeded, LLMInvalidAnswer, LLMSettings, Reply, estimate_tokens
 
 T = TypeVar("T", bound=BaseModel)
 MAX_READS_PER_ROUND = 3
-ELIDED = "[elided to keep the request within its input budget]"
 
 
 @dataclass
@@ -70,7 +71,7 @@ def ask(
             except ValidationError as exc:
                 if repaired:
                     raise LLMInvalidAnswer(f"{tool} answer invalid after one repair ({_first_error(exc)})") from exc
-                messages += _repair(reply, f"Invalid {tool} input: {_errors(exc)}. Call {tool} again with a corrected input.")
+                messages += _repair(reply, message("invalid_answer", tool=tool, errors=_errors(exc)))
                 repaired = True
                 continue
         reads = [u for u in uses if u.name in READERS]
@@ -80,7 +81,7 @@ def ask(
             continue
         if repaired:
             raise LLMInvalidAnswer(f"answered without calling {tool}, even when asked again")
-        messages += _repair(reply, f"Answer only by calling {tool} now.")
+        messages += _repair(reply, message("answer_now", tool=tool))
         repaired = True
 
 
@@ -93,20 +94,20 @@ def _read_round(reply: Reply, readers: Readers | None, tool: str) -> list[dict[s
             try:
                 args = READERS[use.name].model_validate(use.input)
             except ValidationError as exc:
-                results.append(_result(use.id, f"invalid input: {_errors(exc)}", error=True))
+                results.append(_result(use.id, message("invalid_read", errors=_errors(exc)), error=True))
                 continue
             results.append(_result(use.id, readers.run(use.name, args)))
             done += 1
         else:
-            why = "not available now" if use.name not in READERS else f"at most {MAX_READS_PER_ROUND} reads per round"
-            results.append(_result(use.id, f"{use.name}: {why}; the answer tool is {tool}", error=True))
+            limit = None if use.name not in READERS else MAX_READS_PER_ROUND
+            results.append(_result(use.id, message("read_refused", name=use.name, tool=tool, max_reads=limit), error=True))
     return [{"role": "assistant", "content": [b.wire() for b in reply.content]}, {"role": "user", "content": results}]
 
 
 def _repair(reply: Reply, instruction: str) -> list[dict[str, Any]]:
     content = [b.wire() for b in reply.content if b.type in ("text", "tool_use")]
     if not content:
-        content = [{"type": "text", "text": "(no answer)"}]
+        content = [{"type": "text", "text": message("no_answer")}]
     uses = [b for b in reply.content if b.type == "tool_use"]
     user: list[dict[str, Any]] = [_result(u.id, instruction, error=True) for u in uses]
     if not uses:
@@ -126,12 +127,19 @@ def fit(request: dict[str, Any], messages: list[dict[str, Any]], budget: int) ->
     raises LLMBudgetExceeded if even that is not enough."""
     fitted = copy.deepcopy(messages)
     results = [b for m in fitted if isinstance(m["content"], list) for b in m["content"] if b.get("type") == "tool_result"]
+    marker = elided()
     while estimate_tokens({**request, "messages": fitted}) > budget:
-        longest = next((b for b in results if b["content"] != ELIDED and len(str(b["content"])) > len(ELIDED)), None)
+        longest = next((b for b in results if b["content"] != marker and len(str(b["content"])) > len(marker)), None)
         if longest is None:
             raise LLMBudgetExceeded(f"the request does not fit the per-call input budget ({budget:,} tokens)")
-        longest["content"] = ELIDED
+        longest["content"] = marker
     return fitted
+
+
+@cache
+def elided() -> str:
+    """What an elided tool result reads."""
+    return message("elided")
 
 
 def _errors(exc: ValidationError, limit: int = 6) -> str:

@@ -13,11 +13,12 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from rlagent.agents.llm.prompts import clip
-from rlagent.models.observation import MetricHistory, Process
+from rlagent.models.findings import Finding
+from rlagent.models.observation import MetricHistory, Observation, Process
 from rlagent.models.state import CheckinState
 from rlagent.tools.checkpoints import newest_complete
 from rlagent.tools.textfmt import fmt
+from rlagent.tools.untrusted import clip
 
 
 @dataclass(frozen=True)
@@ -109,9 +110,60 @@ def brief(state: CheckinState, level: Level) -> dict[str, Any]:
     """Everything the diagnostician's prompt shows, at one compaction level."""
     obs = state.out.observation
     assert obs is not None
-    config = state.memory.config
     processes = obs.live.processes
     alive = "not probed (offline)" if processes is None else ", ".join(sorted({p.role for p in processes})) or "none found"
+    earlier = [f"{fid} (since {r.since:%Y-%m-%d %H:%M}, {r.checkins} check-in(s))" for fid, r in state.memory.remembered.items()]
+    previous = [n for record in state.memory.llm_log[-2:] if record.checkin < state.checkin for n in record.notes[:1]]
+    proposal = state.out.proposal
+    return {
+        "run": run_facts(state),
+        "trainer_step": obs.trainer_step,
+        "orchestrator_step": obs.orchestrator_step,
+        "attempt": obs.attempt or "n/a",
+        "offline": obs.offline,
+        "processes": alive,
+        "live": live_line(obs),
+        "checkpoints": ", ".join(f"{s} ({'+'.join(parts)})" for s, parts in sorted(obs.checkpoints.items())[-3:]) or "none",
+        "resume_from": newest_complete(obs.checkpoints),
+        "health": state.out.health.value if state.out.health else "n/a",
+        "findings": finding_rows(state.out.findings, level),
+        "proposal": proposal.headline() if proposal else None,
+        "proposal_for": ", ".join(proposal.addresses) if proposal else "",
+        "proposal_notes": [clip(n, level.line_chars) for n in state.out.proposal_notes[: level.notes]],
+        "earlier": earlier[:10],
+        "previous": [clip(n, 300) for n in previous],
+        "metrics": metric_rows(state.memory.history, level),
+        "evals": eval_lines(state.memory.history),
+        "groups": group_rows(obs, level),
+        "events": [
+            {"kind": e.kind or e.level, "cite": clip(e.cite(), level.line_chars), "step": e.step}
+            for e in obs.new_events[-level.events :]
+        ],
+        "samples": sample_rows(obs, level),
+        "rollouts_step": obs.rollouts_step,
+        "input_notes": [clip(n, level.line_chars) for n in obs.notes[: level.notes]],
+    }
+
+
+def run_facts(state: CheckinState) -> dict[str, Any]:
+    """The run's name, layout and resolved config, as the prompt's header shows them."""
+    config = state.memory.config
+    return {
+        "name": state.run.name,
+        "layout": state.run.layout.value,
+        "model": config.model or "n/a",
+        "max_steps": config.max_steps,
+        "batch": config.batch_size or (f"{config.token_batch_size} tokens" if config.token_batch_size else "n/a"),
+        "group": config.group_size or "n/a",
+        "max_completion_tokens": config.max_completion_tokens or "n/a",
+        "seq_len": config.seq_len or "n/a",
+        "temperature": config.temperature if config.temperature is not None else "n/a",
+        "envs": ", ".join(config.envs) or "n/a",
+    }
+
+
+def live_line(obs: Observation) -> str:
+    """Host RAM, disk and vLLM gauges of a live check-in ("" offline)."""
     live = []
     if obs.live.host_ram_percent is not None:
         live.append(f"host RAM {obs.live.host_ram_percent:.0f}%")
@@ -119,11 +171,20 @@ def brief(state: CheckinState, level: Level) -> dict[str, Any]:
         live.append(f"disk free {obs.live.disk_free_ratio * 100:.0f}%")
     if obs.live.vllm:
         live.append("vLLM " + ", ".join(f"{k}={fmt(v)}" for k, v in sorted(obs.live.vllm.items())[:6]))
+    return "; ".join(live)
+
+
+def eval_lines(history: MetricHistory) -> dict[str, str]:
+    """env -> `step:score ...` of the recent evals."""
     evals: dict[str, str] = {}
-    for point in state.memory.history.evals[-24:]:
+    for point in history.evals[-24:]:
         evals.setdefault(point.env, "")
         evals[point.env] += f" {point.step}:{fmt(point.score)}"
-    findings = [
+    return {env: text.strip() for env, text in evals.items()}
+
+
+def finding_rows(findings: list[Finding], level: Level) -> list[dict[str, Any]]:
+    return [
         {
             "id": f.id,
             "severity": f.severity.value,
@@ -133,11 +194,12 @@ def brief(state: CheckinState, level: Level) -> dict[str, Any]:
             "persisting": f.checkins,
             "evidence": [clip(e, level.line_chars) for e in f.evidence[: level.evidence]],
         }
-        for f in state.out.findings
+        for f in findings
     ]
-    earlier = [f"{fid} (since {r.since:%Y-%m-%d %H:%M}, {r.checkins} check-in(s))" for fid, r in state.memory.remembered.items()]
-    previous = [n for record in state.memory.llm_log[-2:] if record.checkin < state.checkin for n in record.notes[:1]]
-    groups = [
+
+
+def group_rows(obs: Observation, level: Level) -> list[dict[str, Any]]:
+    return [
         {
             "count": g.count,
             "level": g.level,
@@ -146,11 +208,10 @@ def brief(state: CheckinState, level: Level) -> dict[str, Any]:
         }
         for g in obs.warning_groups[: level.groups]
     ]
-    events = [
-        {"kind": e.kind or e.level, "cite": clip(e.cite(), level.line_chars), "step": e.step}
-        for e in obs.new_events[-level.events :]
-    ]
-    samples = [
+
+
+def sample_rows(obs: Observation, level: Level) -> list[dict[str, Any]]:
+    return [
         {
             "why": r.why,
             "step": r.step,
@@ -162,39 +223,3 @@ def brief(state: CheckinState, level: Level) -> dict[str, Any]:
         }
         for r in obs.rollouts[: level.samples]
     ]
-    return {
-        "run": {
-            "name": state.run.name,
-            "layout": state.run.layout.value,
-            "model": config.model or "n/a",
-            "max_steps": config.max_steps,
-            "batch": config.batch_size or (f"{config.token_batch_size} tokens" if config.token_batch_size else "n/a"),
-            "group": config.group_size or "n/a",
-            "max_completion_tokens": config.max_completion_tokens or "n/a",
-            "seq_len": config.seq_len or "n/a",
-            "temperature": config.temperature if config.temperature is not None else "n/a",
-            "envs": ", ".join(config.envs) or "n/a",
-        },
-        "trainer_step": obs.trainer_step,
-        "orchestrator_step": obs.orchestrator_step,
-        "attempt": obs.attempt or "n/a",
-        "offline": obs.offline,
-        "processes": alive,
-        "live": "; ".join(live),
-        "checkpoints": ", ".join(f"{s} ({'+'.join(parts)})" for s, parts in sorted(obs.checkpoints.items())[-3:]) or "none",
-        "resume_from": newest_complete(obs.checkpoints),
-        "health": state.out.health.value if state.out.health else "n/a",
-        "findings": findings,
-        "proposal": state.out.proposal.headline() if state.out.proposal else None,
-        "proposal_for": ", ".join(state.out.proposal.addresses) if state.out.proposal else "",
-        "proposal_notes": [clip(n, level.line_chars) for n in state.out.proposal_notes[: level.notes]],
-        "earlier": earlier[:10],
-        "previous": [clip(n, 300) for n in previous],
-        "metrics": metric_rows(state.memory.history, level),
-        "evals": {env: text.strip() for env, text in evals.items()},
-        "groups": groups,
-        "events": events,
-        "samples": samples,
-        "rollouts_step": obs.rollouts_step,
-        "input_notes": [clip(n, level.line_chars) for n in obs.notes[: level.notes]],
-    }

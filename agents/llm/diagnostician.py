@@ -27,10 +27,12 @@ from pydantic import ValidationError
 from rlagent.agents.llm.call import ask
 from rlagent.agents.llm.context import LEVELS, brief
 from rlagent.agents.llm.evidence import Readers, Verifier
-from rlagent.agents.llm.models import CATALOGUE, RULES_ONLY, ActionChoice, Diagnosis, Revision
-from rlagent.agents.llm.prompts import base_request, render
-from rlagent.agents.llm.runtime import LLMRuntime, prose
+from rlagent.agents.llm.models import RULES_ONLY, ActionChoice, Diagnosis, Revision
+from rlagent.agents.llm.prompts import base_request, message, render
+from rlagent.agents.llm.runtime import LLMRuntime
+from rlagent.agents.persistence import with_persistence
 from rlagent.agents.proposals import DOWN, STOP_FOR, crash_claim, nan_claim, process_claim
+from rlagent.agents.rules.catalogue import finding
 from rlagent.agents.rules.context import RuleContext
 from rlagent.agents.rules.thresholds import Thresholds
 from rlagent.models.actions import KNOBS, ActionKind, Override, Proposal, Review, StallClaim
@@ -40,6 +42,7 @@ from rlagent.models.state import CheckinState, applied
 from rlagent.tools.checkpoints import newest_complete
 from rlagent.tools.llm.budget import Session
 from rlagent.tools.llm.client import LLMError, estimate_tokens
+from rlagent.tools.untrusted import prose
 
 ROLE = "diagnostician"
 TOOL_ROOM = 2500
@@ -69,7 +72,7 @@ def diagnosis_prompt(state: CheckinState, runtime: LLMRuntime) -> str:
         if prefix + estimate_tokens({"role": "user", "content": text}) <= budget:
             return text
     room = max(1000, int((budget - prefix) * 3.5) - 200)
-    return text[:room] + "\n[the rest of the observation was cut to fit the input budget]\n"
+    return text[:room] + "\n" + message("observation_cut") + "\n"
 
 
 def refine(state: CheckinState, update: dict[str, Any], runtime: LLMRuntime, thresholds: Thresholds) -> dict[str, Any]:
@@ -109,8 +112,6 @@ def combine(
 ) -> dict[str, Any]:
     """Claude's diagnosis merged into the rules' update (see the module docstring); `earlier` is
     what the check-ins before this one remembered (persistence is recounted with the additions)."""
-    from rlagent.agents.diagnostician import with_persistence
-
     assert state.out.observation is not None
     findings: list[Finding] = list(update["findings"])
     by_id = {f.id: f for f in findings}
@@ -138,18 +139,17 @@ def combine(
         if not good:
             notes.append(f"dropped: Claude's `{extra.id}`, no evidence checks out ({prose(checked[0][1], 160)})")
             continue
-        finding = Finding(
+        added_finding = finding(
             id=extra.id,
             severity=Severity(extra.severity),
-            category=CATALOGUE[extra.id],
             summary=prose(extra.summary, 240),
             evidence=[prose(ev.cite(), 300) for ev in good],
             first_step=extra.first_step,
             last_step=extra.last_step,
             source="llm",
         )
-        by_id[finding.id] = finding
-        added.append(finding)
+        by_id[added_finding.id] = added_finding
+        added.append(added_finding)
     out = dict(update)
     if added:
         plain = [f.model_copy(update={"since": None, "checkins": 1}) for f in [*findings, *added]]

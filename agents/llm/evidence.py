@@ -17,12 +17,12 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from rlagent.agents.llm.models import GetMetricSeries, LogEvidence, MetricEvidence, ReadLogLines, ReadRollout, SampleEvidence
-from rlagent.agents.llm.prompts import clip, untrusted
 from rlagent.models.observation import MetricHistory, Rollout
 from rlagent.models.run import Layout
 from rlagent.tools.evidence import inside, line_at, metric_on_disk, same_value
 from rlagent.tools.loglines import clean
 from rlagent.tools.textfmt import fmt
+from rlagent.tools.untrusted import clip, data_fence
 
 QUOTE_CHARS = 120
 """The head of a quote that must match: survives the ellipsis of a clipped line."""
@@ -128,7 +128,7 @@ class Readers:
             return f"error: cannot read {args.file} ({exc.strerror or exc})"
         if not lines:
             return f"error: {args.file} has fewer than {first} lines"
-        return untrusted("\n".join(lines), f"{args.file} lines {first}-{first + len(lines) - 1}", TOOL_RESULT_CHARS)
+        return data_fence("\n".join(lines), f"{args.file} lines {first}-{first + len(lines) - 1}", TOOL_RESULT_CHARS)
 
     def read_rollout(self, args: ReadRollout) -> str:
         from rlagent.tools import rollouts  # the schema readers of both layouts
@@ -164,7 +164,8 @@ class Readers:
         v.read.setdefault(args.step, []).append(sample.completion)
         head = f"rollout {args.index} of step {args.step}: reward {fmt(sample.reward)}, truncated {sample.truncated}"
         body = sample.completion + (f"\n[error] {sample.error}" if sample.error else "")
-        return head + "\n" + untrusted(body, f"completion of the policy model, step {args.step} #{args.index}", TOOL_RESULT_CHARS)
+        source = f"completion of the policy model, step {args.step} #{args.index}"
+        return head + "\n" + data_fence(body, source, TOOL_RESULT_CHARS)
 
     def get_metric_series(self, args: GetMetricSeries) -> str:
         series = self.verifier.history.series(args.process, args.metric)

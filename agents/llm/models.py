@@ -13,44 +13,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from rlagent.agents.rules.catalogue import CATALOGUE
 from rlagent.models.actions import ActionKind, Knob
-from rlagent.models.run import Category
-
-CATALOGUE: dict[str, Category] = {
-    "run_crashed": Category.HEALTH,
-    "process_down": Category.HEALTH,
-    "run_stalled": Category.HEALTH,
-    "cuda_oom": Category.HEALTH,
-    "host_oom": Category.HEALTH,
-    "nccl_error": Category.HEALTH,
-    "inference_unreachable": Category.HEALTH,
-    "env_errors": Category.HEALTH,
-    "checkpoint_failure": Category.HEALTH,
-    "disk_low": Category.HEALTH,
-    "run_finished": Category.HEALTH,
-    "reward_flat": Category.PROGRESS,
-    "reward_regression": Category.PROGRESS,
-    "reward_constant": Category.PROGRESS,
-    "zero_advantage": Category.PROGRESS,
-    "truncation_high": Category.PROGRESS,
-    "length_collapse": Category.PROGRESS,
-    "length_explosion": Category.PROGRESS,
-    "errored_rollouts_high": Category.PROGRESS,
-    "empty_batches": Category.PROGRESS,
-    "eval_regression": Category.PROGRESS,
-    "nan_detected": Category.STABILITY,
-    "entropy_collapse": Category.STABILITY,
-    "entropy_explosion": Category.STABILITY,
-    "mismatch_kl_growth": Category.STABILITY,
-    "grad_norm_spike": Category.STABILITY,
-    "kl_blowup": Category.STABILITY,
-    "orchestrator_bottleneck": Category.PERFORMANCE,
-    "trainer_bottleneck": Category.PERFORMANCE,
-    "kv_cache_saturated": Category.PERFORMANCE,
-    "step_time_regression": Category.PERFORMANCE,
-    "off_policy_drops": Category.PERFORMANCE,
-}
-"""Every finding id of reference/findings.md, with its category (a public contract: never renamed)."""
 
 
 def _catalogued(value: str) -> str:

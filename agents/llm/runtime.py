@@ -1,14 +1,15 @@
 """The LLM dependency of the graph: whether Claude is on, its client (built on first use), and the
 per-check-in `Session` shared by the diagnostician and the review personas.
 
-Built once per monitor from settings and injected into the nodes (never a module global). The
-client is created lazily: a check-in that never calls Claude never imports the SDK.
+Built once per monitor from settings and injected into the nodes (never a module global); a node
+asks it for the check-in's session and hands that session on explicitly (the review personas get
+it from the team_review node). The client is created lazily: a check-in that never calls Claude
+never imports the SDK.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -17,9 +18,9 @@ from typing import Any
 
 from rlagent.models.llm import LLMRecord, LLMUsage
 from rlagent.models.state import CheckinState
-from rlagent.models.state import update as to_update
 from rlagent.tools.llm.budget import Session, spent_on, upsert
 from rlagent.tools.llm.client import AnthropicClient, LLMChoice, LLMSettings, ModelClient, choose
+from rlagent.tools.untrusted import prose
 
 
 @dataclass
@@ -29,8 +30,6 @@ class LLMRuntime:
     client_factory: Callable[[], ModelClient] | None = None
     """Builds the model client (tests pass a scripted one); default: the anthropic SDK."""
     clock: Callable[[], float] = time.monotonic
-    active: Session | None = None
-    """The session of the node running now (the review personas read it)."""
     _client: ModelClient | None = field(default=None, init=False, repr=False)
     _session: tuple[tuple[str, int], Session] | None = field(default=None, init=False, repr=False)
 
@@ -81,12 +80,6 @@ class LLMRuntime:
         self._session = (key, session)
         return session
 
-    def current(self) -> Session | None:
-        """The running node's session, or a fresh one outside a graph (a reviewer called alone)."""
-        if self.active is not None or not self.enabled:
-            return self.active
-        return Session(self.client(), self.settings, clock=self.clock)
-
     def record(self, state: CheckinState, session: Session | None) -> dict[str, Any]:
         """The state update recording this check-in's use of Claude (also in the run's history)."""
         at = state.out.observation.now if state.out.observation else state.out.checked_at
@@ -98,34 +91,7 @@ class LLMRuntime:
         return {"llm": record, "llm_log": upsert(state.memory.llm_log, record)}
 
 
-def with_llm_record(node: Callable[[CheckinState], dict], runtime: LLMRuntime) -> Callable[[CheckinState], dict]:
-    """Wrap a node whose helpers call Claude (the review team): they share the check-in's session,
-    and the node's update records the usage."""
-
-    def wrapped(state: CheckinState) -> dict:
-        session = runtime.session(state)
-        runtime.active = session
-        try:
-            update = node(state)
-        finally:
-            runtime.active = None
-        if session is None:
-            return update
-        after = state.model_copy(update=update)  # the node's own typed update, then the usage record
-        return {**update, **to_update(after, runtime.record(after, session))}
-
-    return wrapped
-
-
 # --- how it reads in the entry ------------------------------------------------------------------
-
-
-def prose(text: object, limit: int = 400) -> str:
-    """Model-written text made safe for a markdown line: one line, no code spans, HTML or links,
-    no control characters, bounded. It is shown to people, never run."""
-    flat = re.sub(r"[\x00-\x1f\x7f]", " ", str(text))
-    flat = " ".join(flat.split()).replace("`", "'").replace("<", "‹").replace(">", "›").replace("](", "] (")
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def llm_line(record: LLMRecord | None) -> str:

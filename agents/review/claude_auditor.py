@@ -8,7 +8,6 @@ from typing import Any
 
 from rlagent.agents.llm.evidence import Readers
 from rlagent.agents.llm.models import AuditVerdict, ReadLogLines
-from rlagent.agents.llm.prompts import clip, untrusted
 from rlagent.agents.review.claude_base import ClaudePersona, disk_verifier, opinion
 from rlagent.agents.review.protocol import ReviewPacket
 from rlagent.models.actions import Check, LogClaim, MetricClaim, ProcessClaim, StallClaim
@@ -16,6 +15,7 @@ from rlagent.tools.evidence import metric_on_disk, newest_step, process_logs
 from rlagent.tools.loglines import clean, parse_head
 from rlagent.tools.steplines import parse_step_line
 from rlagent.tools.textfmt import fmt
+from rlagent.tools.untrusted import clip, data_fence
 
 
 class ClaudeEvidenceAuditor(ClaudePersona):
@@ -54,7 +54,7 @@ def reread(packet: ReviewPacket) -> str:
             value = metric_on_disk(packet.run_dir, packet.run.layout, claim.process, claim.metric, step)
             values.append(f"{claim.process} {claim.metric} @ step {step} = {fmt(value)}")
         lines = step_line_cites(packet, claim.process, claim.step)
-        return "\n".join(values) + "\n" + untrusted("\n".join(lines) or "no step line found", f"step {claim.step} lines re-read")
+        return "\n".join(values) + "\n" + data_fence("\n".join(lines) or "no step line found", f"step {claim.step} lines re-read")
     if isinstance(claim, ProcessClaim):
         processes = packet.observation.live.processes
         if processes is None:
@@ -63,7 +63,7 @@ def reread(packet: ReviewPacket) -> str:
     assert isinstance(claim, StallClaim)
     steps = [s for p in process_logs(packet.run_dir, packet.run.layout, claim.process) if (s := newest_step(p, claim.process))]
     newest = max(steps, default=None)
-    return untrusted(f"newest {claim.process} step on disk: {newest if newest is not None else 'none'}", "step lines re-read")
+    return data_fence(f"newest {claim.process} step on disk: {newest if newest is not None else 'none'}", "step lines re-read")
 
 
 def step_line_cites(packet: ReviewPacket, process: str, step: int, limit: int = 2) -> list[str]:

@@ -17,16 +17,18 @@ from pydantic import BaseModel
 from rlagent.agents.llm.call import ask
 from rlagent.agents.llm.evidence import Verifier
 from rlagent.agents.llm.prompts import render
-from rlagent.agents.llm.runtime import LLMRuntime, prose
 from rlagent.agents.review.protocol import Reviewer, ReviewPacket
 from rlagent.models.actions import Check, Verdict
 from rlagent.models.observation import MetricHistory
+from rlagent.tools.llm.budget import Session
 from rlagent.tools.llm.client import LLMError
+from rlagent.tools.untrusted import prose
 
 
 class ClaudePersona:
     """One duty argued by Claude. Subclasses give the template, the tool, its model and how a
-    validated answer becomes checks."""
+    validated answer becomes checks. It is given the check-in's session (its calls count
+    towards the check-in's budgets and record)."""
 
     role: ClassVar[str]
     persona: ClassVar[str]
@@ -35,8 +37,8 @@ class ClaudePersona:
     tool: ClassVar[str]
     answer: ClassVar[type[BaseModel]]
 
-    def __init__(self, runtime: LLMRuntime) -> None:
-        self.runtime = runtime
+    def __init__(self, session: Session) -> None:
+        self.session = session
 
     def context(self, packet: ReviewPacket) -> dict[str, Any]:
         """Extra template values of this duty."""
@@ -47,9 +49,7 @@ class ClaudePersona:
 
     def checks(self, packet: ReviewPacket) -> list[Check]:
         """This persona's checks; a failure of Claude is one `ok` note (the rules verdict stands)."""
-        session = self.runtime.current()
-        if session is None:
-            return []
+        session = self.session
         try:
             prompt = render(
                 self.template,
@@ -60,7 +60,7 @@ class ClaudePersona:
                 now=packet.now,
                 **self.context(packet),
             )
-            got = ask(session, self.runtime.settings, role=self.role, prompt=prompt, tool=self.tool, model=self.answer)
+            got = ask(session, session.settings, role=self.role, prompt=prompt, tool=self.tool, model=self.answer)
             return self.verdict_checks(packet, got.value)
         except LLMError as exc:
             session.failed(self.role, exc)

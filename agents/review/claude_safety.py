@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from rlagent.agents.llm.models import SafetyVerdict
-from rlagent.agents.llm.runtime import prose
 from rlagent.agents.review.claude_base import ClaudePersona, opinion
 from rlagent.agents.review.protocol import ReviewPacket
 from rlagent.models.actions import Check
 from rlagent.tools.checkpoints import newest_complete
+from rlagent.tools.untrusted import prose
 
 
 class ClaudeSafetyOfficer(ClaudePersona):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from rlagent.agents.llm.runtime import LLMRuntime
 from rlagent.agents.review.auditor import EvidenceAuditor
 from rlagent.agents.review.claude_auditor import ClaudeEvidenceAuditor
 from rlagent.agents.review.claude_base import BothMustApprove, ClaudePersona
@@ -11,6 +10,7 @@ from rlagent.agents.review.claude_safety import ClaudeSafetyOfficer
 from rlagent.agents.review.effect import EffectReviewer
 from rlagent.agents.review.protocol import Reviewer
 from rlagent.agents.review.safety import SafetyOfficer
+from rlagent.tools.llm.budget import Session
 
 PERSONAS: dict[type, type[ClaudePersona]] = {
     EvidenceAuditor: ClaudeEvidenceAuditor,
@@ -19,13 +19,14 @@ PERSONAS: dict[type, type[ClaudePersona]] = {
 }
 
 
-def claude_team(reviewers: list[Reviewer], runtime: LLMRuntime) -> list[Reviewer]:
+def claude_team(reviewers: list[Reviewer], session: Session | None) -> list[Reviewer]:
     """The same slots, each now needing both the rules reviewer and its persona to approve; a
-    reviewer without a persona stays as it is. With Claude off, the team is unchanged."""
-    if not runtime.enabled:
+    reviewer without a persona stays as it is. Without a session (Claude off), the team is
+    unchanged. The personas use this check-in's session, passed in."""
+    if session is None:
         return reviewers
     team: list[Reviewer] = []
     for reviewer in reviewers:
         persona = PERSONAS.get(type(reviewer))
-        team.append(BothMustApprove(reviewer, persona(runtime)) if persona else reviewer)
+        team.append(BothMustApprove(reviewer, persona(session)) if persona else reviewer)
     return team

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from loguru import logger
 
 from rlagent.agents.command_plan import PlanDeps, plan_command
+from rlagent.agents.llm.runtime import LLMRuntime
+from rlagent.agents.review.claude_team import claude_team
 from rlagent.agents.review.protocol import Reviewer, ReviewPacket
 from rlagent.models.actions import Check, Review, Verdict
 from rlagent.models.state import CheckinState, typed_node
@@ -19,7 +21,10 @@ from rlagent.models.state import CheckinState, typed_node
 @dataclass(frozen=True)
 class ReviewDeps:
     reviewers: list[Reviewer]
+    """The rules team; with Claude on, each slot is paired with its persona (claude_team)."""
     planning: PlanDeps
+    llm: LLMRuntime | None = None
+    """Claude: the check-in's session goes to the personas, and their use is recorded."""
 
 
 def run_reviewers(reviewers: list[Reviewer], packet: ReviewPacket) -> list[Verdict]:
@@ -39,6 +44,7 @@ def run_reviewers(reviewers: list[Reviewer], packet: ReviewPacket) -> list[Verdi
 def make_team_review(deps: ReviewDeps) -> Callable[[CheckinState], dict]:
     def team_review(state: CheckinState) -> dict:
         assert state.out.proposal is not None and state.out.observation is not None
+        session = deps.llm.session(state) if deps.llm is not None else None
         plan = plan_command(state, deps.planning)
         packet = ReviewPacket(
             run=state.run,
@@ -54,8 +60,11 @@ def make_team_review(deps: ReviewDeps) -> Callable[[CheckinState], dict]:
             round=len(state.out.reviews) + 1,
             proposal=state.out.proposal,
             plan=plan,
-            verdicts=run_reviewers(deps.reviewers, packet),
+            verdicts=run_reviewers(claude_team(deps.reviewers, session), packet),
         )
-        return {"reviews": [*state.out.reviews, review]}
+        changes = {"reviews": [*state.out.reviews, review]}
+        if deps.llm is not None and session is not None:
+            changes |= deps.llm.record(state, session)  # this check-in's use of Claude, personas included
+        return changes
 
     return typed_node(team_review)

@@ -1,39 +1,73 @@
-"""The finding ids of reference/findings.md: a public contract (report, STATUS.md, evals).
+"""The finding ids of reference/findings.md and their categories: a public contract (report,
+STATUS.md, evals), and `finding()`, how every rule builds one.
 
 Add an id when a new condition deserves one; never rename one.
 """
 
-FINDING_IDS: tuple[str, ...] = (
-    "run_crashed",
-    "process_down",
-    "run_stalled",
-    "cuda_oom",
-    "host_oom",
-    "nccl_error",
-    "inference_unreachable",
-    "env_errors",
-    "checkpoint_failure",
-    "disk_low",
-    "run_finished",
-    "reward_flat",
-    "reward_regression",
-    "reward_constant",
-    "zero_advantage",
-    "truncation_high",
-    "length_collapse",
-    "length_explosion",
-    "errored_rollouts_high",
-    "empty_batches",
-    "eval_regression",
-    "nan_detected",
-    "entropy_collapse",
-    "entropy_explosion",
-    "mismatch_kl_growth",
-    "grad_norm_spike",
-    "kl_blowup",
-    "orchestrator_bottleneck",
-    "trainer_bottleneck",
-    "kv_cache_saturated",
-    "step_time_regression",
-    "off_policy_drops",
-)
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rlagent.models.findings import Finding
+from rlagent.models.run import Category, Severity
+
+CATALOGUE: dict[str, Category] = {
+    "run_crashed": Category.HEALTH,
+    "process_down": Category.HEALTH,
+    "run_stalled": Category.HEALTH,
+    "cuda_oom": Category.HEALTH,
+    "host_oom": Category.HEALTH,
+    "nccl_error": Category.HEALTH,
+    "inference_unreachable": Category.HEALTH,
+    "env_errors": Category.HEALTH,
+    "checkpoint_failure": Category.HEALTH,
+    "disk_low": Category.HEALTH,
+    "run_finished": Category.HEALTH,
+    "reward_flat": Category.PROGRESS,
+    "reward_regression": Category.PROGRESS,
+    "reward_constant": Category.PROGRESS,
+    "zero_advantage": Category.PROGRESS,
+    "truncation_high": Category.PROGRESS,
+    "length_collapse": Category.PROGRESS,
+    "length_explosion": Category.PROGRESS,
+    "errored_rollouts_high": Category.PROGRESS,
+    "empty_batches": Category.PROGRESS,
+    "eval_regression": Category.PROGRESS,
+    "nan_detected": Category.STABILITY,
+    "entropy_collapse": Category.STABILITY,
+    "entropy_explosion": Category.STABILITY,
+    "mismatch_kl_growth": Category.STABILITY,
+    "grad_norm_spike": Category.STABILITY,
+    "kl_blowup": Category.STABILITY,
+    "orchestrator_bottleneck": Category.PERFORMANCE,
+    "trainer_bottleneck": Category.PERFORMANCE,
+    "kv_cache_saturated": Category.PERFORMANCE,
+    "step_time_regression": Category.PERFORMANCE,
+    "off_policy_drops": Category.PERFORMANCE,
+}
+"""Every finding id of reference/findings.md, with its category (a public contract: never renamed)."""
+
+FINDING_IDS: tuple[str, ...] = tuple(CATALOGUE)
+
+
+def finding(
+    id: str,
+    severity: Severity,
+    summary: str,
+    evidence: Iterable[str] = (),
+    *,
+    first_step: int | None = None,
+    last_step: int | None = None,
+    source: str = "rules",
+) -> Finding:
+    """A finding of the catalogue: its category comes from the id (a KeyError for an unknown id)."""
+    return Finding(
+        id=id,
+        severity=severity,
+        category=CATALOGUE[id],
+        summary=summary,
+        evidence=list(evidence),
+        first_step=first_step,
+        last_step=last_step,
+        source=source,  # type: ignore[arg-type]
+    )

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import re
 
+from rlagent.agents.rules.catalogue import finding
 from rlagent.agents.rules.context import RuleContext, aware, cite_events, file_process, fmt, pct, point
 from rlagent.models.findings import Finding
 from rlagent.models.observation import LogEvent
-from rlagent.models.run import Category, Severity
+from rlagent.models.run import Severity
 
-CAT = Category.HEALTH
 CKPT_PARTS = ("trainer", "orchestrator")
 # The last line of a traceback names the exception: the cause worth quoting next to the crash line.
 _EXCEPTION_LINE = re.compile(r"^\s*(?:\[\w+\]:)?([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Failure|Exit)\b.*)")
@@ -69,10 +69,9 @@ def run_crashed(ctx: RuleContext) -> Finding | None:
     crashes = sorted(ctx.crash_events, key=_crash_rank)
     slurm = ctx.slurm_failure
     if slurm and not crashes:
-        return Finding(
+        return finding(
             id="run_crashed",
             severity=Severity.CRITICAL,
-            category=CAT,
             summary=f"run crashed: SLURM job {slurm[0]} ended {slurm[1]} (last step {ctx.step})",
             evidence=[f"SLURM job {slurm[0]} JobState={slurm[1]} (scontrol)"],
             last_step=ctx.step,
@@ -86,10 +85,9 @@ def run_crashed(ctx: RuleContext) -> Finding | None:
         more = f"; {len(crashes)} crash lines" if len(crashes) > 1 else ""
         if slurm:
             evidence.append(f"SLURM job {slurm[0]} JobState={slurm[1]} (scontrol)")
-        return Finding(
+        return finding(
             id="run_crashed",
             severity=Severity.CRITICAL,
-            category=CAT,
             summary=f"run crashed{_at(first)}: {first.message.strip()[:120]}{because}{more}",
             evidence=evidence,
             first_step=first_step,
@@ -106,10 +104,9 @@ def run_crashed(ctx: RuleContext) -> Finding | None:
     if not recovered:
         return None
     first = recovered[0]
-    return Finding(
+    return finding(
         id="run_crashed",
         severity=Severity.INFO,
-        category=CAT,
         summary=f"run crashed{_at(first)} and came back since (now at step {ctx.step}): {first.message[:120]}",
         evidence=cite_events(recovered) + cite_events(ctx.of_kind("resumed"), 2),
         first_step=first.step,
@@ -133,10 +130,9 @@ def process_down(ctx: RuleContext) -> Finding | None:
     evidence += [f"process {p.title} alive (pid {p.pid})" for p in processes]
     if ctx.observation.live.process_match:
         evidence.append(f"processes matched by: {ctx.observation.live.process_match}")
-    return Finding(
+    return finding(
         id="process_down",
         severity=Severity.CRITICAL,
-        category=CAT,
         summary=(
             f"{', '.join(missing)} not running and the run has not finished (alive: {alive_text}"
             + (f"; seen in earlier check-ins: {', '.join(seen)}" if seen else "")
@@ -184,10 +180,9 @@ def run_stalled(ctx: RuleContext) -> Finding | None:
         f"{p} newest step line at {aware(ts).isoformat(timespec='seconds')}" for p, ts in sorted(ctx.history.step_seen_at.items())
     ]
     evidence.append(f"check-in time {ctx.now.isoformat(timespec='seconds')}")
-    return Finding(
+    return finding(
         id="run_stalled",
         severity=Severity.CRITICAL,
-        category=CAT,
         summary=(
             f"no new step for {idle / 60:.0f} min ({steps}); limit {limit / 60:.0f} min "
             f"= max({basis}, {fmt(t.stall_min_minutes)} min){log_note}"
@@ -207,10 +202,9 @@ def _incident(ctx: RuleContext, finding_id: str, kind: str, label: str) -> Findi
     if current:
         first_step, last_step = _step_of(current)
         first = current[0]
-        return Finding(
+        return finding(
             id=finding_id,
             severity=Severity.CRITICAL,
-            category=CAT,
             summary=f"{label}{_at(first)} in {first.file}: {first.message[:140]}"
             + (f" ({len(current)} lines)" if len(current) > 1 else ""),
             evidence=cite_events(current),
@@ -221,10 +215,9 @@ def _incident(ctx: RuleContext, finding_id: str, kind: str, label: str) -> Findi
     if not recovered:
         return None
     first = recovered[0]
-    return Finding(
+    return finding(
         id=finding_id,
         severity=Severity.INFO,
-        category=CAT,
         summary=f"{label}{_at(first)}, but the run came back since (now at step {ctx.step})",
         evidence=cite_events(recovered),
         first_step=first.step,
@@ -243,13 +236,12 @@ def nccl_error(ctx: RuleContext) -> Finding | None:
 def host_oom(ctx: RuleContext) -> Finding | None:
     """Kills by the kernel OOM killer (exit -9, `Killed`, Ray OOM, SLURM OUT_OF_MEMORY), or host
     RAM nearly full now."""
-    finding = _incident(ctx, "host_oom", "host_oom", "host out of memory")
+    found = _incident(ctx, "host_oom", "host_oom", "host out of memory")
     slurm = ctx.slurm_failure
-    if slurm and slurm[1] == "OUT_OF_MEMORY" and (finding is None or finding.severity != Severity.CRITICAL):
-        finding = Finding(
+    if slurm and slurm[1] == "OUT_OF_MEMORY" and (found is None or found.severity != Severity.CRITICAL):
+        found = finding(
             id="host_oom",
             severity=Severity.CRITICAL,
-            category=CAT,
             summary=f"SLURM job {slurm[0]} was killed OUT_OF_MEMORY (host RAM of the job's cgroup)",
             evidence=[f"SLURM job {slurm[0]} JobState=OUT_OF_MEMORY (scontrol)"],
             last_step=ctx.step,
@@ -257,17 +249,16 @@ def host_oom(ctx: RuleContext) -> Finding | None:
     ram = ctx.observation.live.host_ram_percent
     # The probe reports psutil's percent (0-100), as its name says.
     if ram is None or ram / 100 <= ctx.thresholds.host_ram_high:
-        return finding
+        return found
     ram_line = f"host RAM {ram:.1f}% used (live probe; limit {pct(ctx.thresholds.host_ram_high)})"
-    if finding is not None and finding.severity == Severity.CRITICAL:
-        finding.evidence.append(ram_line)
-        return finding
-    return Finding(
+    if found is not None and found.severity == Severity.CRITICAL:
+        found.evidence.append(ram_line)
+        return found
+    return finding(
         id="host_oom",
         severity=Severity.WARNING,
-        category=CAT,
         summary=f"host RAM {ram:.1f}% used, above {pct(ctx.thresholds.host_ram_high)}: the OOM killer is near",
-        evidence=[ram_line, *(finding.evidence if finding else [])],
+        evidence=[ram_line, *(found.evidence if found else [])],
         last_step=ctx.step,
     )
 
@@ -277,10 +268,9 @@ def inference_unreachable(ctx: RuleContext) -> Finding | None:
     A warning the orchestrator got past (a newer step) is a blip that resolved itself."""
     aborts = [e for e in ctx.of_kind("inference_abort") if not ctx.superseded(e)]
     if aborts:
-        return Finding(
+        return finding(
             id="inference_unreachable",
             severity=Severity.CRITICAL,
-            category=CAT,
             summary=f"orchestrator gave up on the inference server{_at(aborts[0])}: {aborts[0].message[:140]}",
             evidence=cite_events(aborts),
             first_step=aborts[0].step,
@@ -296,10 +286,9 @@ def inference_unreachable(ctx: RuleContext) -> Finding | None:
         return None
     waited = max((e.numbers[0] for e in open_ if e.numbers), default=None)
     waited_text = f", waited {fmt(waited)} s" if waited is not None else ""
-    return Finding(
+    return finding(
         id="inference_unreachable",
         severity=Severity.WARNING,
-        category=CAT,
         summary=(
             f"inference server not reachable after step {open_[0].step} ({len(open_)} warnings, no step since{waited_text})"
         ),
@@ -333,10 +322,9 @@ def env_errors(ctx: RuleContext) -> Finding | None:
         if len(recent) < max(2 * len(before), t.sustain_steps):
             return None
         how = f"up from {len(before)} in the {window} steps before"
-    return Finding(
+    return finding(
         id="env_errors",
         severity=Severity.WARNING,
-        category=CAT,
         summary=f"{failures} failed episodes in the last {window} steps ({how}); newest: {recent[-1].message[:100]}",
         evidence=cite_events(recent),
         first_step=first_step,
@@ -398,10 +386,9 @@ def checkpoint_failure(ctx: RuleContext) -> Finding | None:
     evidence = [f"checkpoints/step_{s}: missing {', '.join(m)}" for s, m in incomplete[-3:]]
     evidence += cite_events(errors)
     steps = [s for s, _ in incomplete] + [e.step for e in errors if e.step is not None]
-    return Finding(
+    return finding(
         id="checkpoint_failure",
         severity=Severity.WARNING,
-        category=CAT,
         summary="; ".join(parts),
         evidence=evidence,
         first_step=min(steps) if steps else None,
@@ -424,10 +411,9 @@ def disk_low(ctx: RuleContext) -> Finding | None:
     if not low:
         return None
     value = min(v for v, _ in low)
-    return Finding(
+    return finding(
         id="disk_low",
         severity=Severity.WARNING,
-        category=CAT,
         summary=f"disk {pct(value)} free, below {pct(t.disk_free_low)}: checkpoint saves will fail when it fills",
         evidence=[text for _, text in low],
         last_step=series[-1][0] if series else ctx.step,
@@ -440,10 +426,9 @@ def run_finished(ctx: RuleContext) -> Finding | None:
         return None
     trainer = ctx.last_step("trainer")
     of = f" of {ctx.config.max_steps}" if ctx.config.max_steps else ""
-    return Finding(
+    return finding(
         id="run_finished",
         severity=Severity.INFO,
-        category=CAT,
         summary=f"run finished at step {trainer}{of}: {event.message[:100]}",
         evidence=cite_events(ctx.of_kind("finished")),
         last_step=trainer,

@@ -6,6 +6,7 @@ other is the bottleneck (prime-rl training docs).
 
 from __future__ import annotations
 
+from rlagent.agents.rules.catalogue import finding
 from rlagent.agents.rules.context import (
     Point,
     RuleContext,
@@ -19,9 +20,8 @@ from rlagent.agents.rules.context import (
 )
 from rlagent.models.findings import Finding
 from rlagent.models.observation import Process
-from rlagent.models.run import Category, Severity
+from rlagent.models.run import Severity
 
-CAT = Category.PERFORMANCE
 # vLLM renamed the gauge; modern servers only expose the first (prime-rl-formats.md section 8).
 KV_USAGE_KEYS = ("vllm:kv_cache_usage_perc", "kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "gpu_cache_usage_perc")
 WAITING_KEYS = ("vllm:num_requests_waiting", "num_requests_waiting")
@@ -48,10 +48,9 @@ def _bottleneck(ctx: RuleContext, finding_id: str, process: Process, wait: str, 
     s, share = streak[-1]
     row = ctx.history.table(process)[s]
     mean = sum(v for _, v in streak) / len(streak)
-    return Finding(
+    return finding(
         id=finding_id,
         severity=Severity.WARNING,
-        category=CAT,
         summary=(
             f"{process} waited {fmt(row[wait])}s of its {fmt(row['step_time'])}s step ({pct(share)}) at step {s}, "
             f"above {pct(t.wait_ratio_high)} for {len(streak)} steps (mean {pct(mean)}): the {other} is the bottleneck"
@@ -84,10 +83,9 @@ def kv_cache_saturated(ctx: RuleContext) -> Finding | None:
         usage /= 100  # vLLM's `_perc` gauges are fractions; above 1 can only be a percentage
     if usage < ctx.thresholds.kv_cache_high or waiting < 1:
         return None
-    return Finding(
+    return finding(
         id="kv_cache_saturated",
         severity=Severity.WARNING,
-        category=CAT,
         summary=(
             f"vLLM KV cache {pct(usage)} full with {waiting:.0f} requests waiting "
             f"(limit {pct(ctx.thresholds.kv_cache_high)}): generation is memory-bound"
@@ -120,10 +118,9 @@ def step_time_regression(ctx: RuleContext) -> Finding | None:
         lasts.append(s)
     if not parts:
         return None
-    return Finding(
+    return finding(
         id="step_time_regression",
         severity=Severity.WARNING,
-        category=CAT,
         summary="; ".join(parts),
         evidence=evidence,
         first_step=min(firsts),
@@ -145,10 +142,9 @@ def off_policy_drops(ctx: RuleContext) -> Finding | None:
         return None
     limit = f" (max_off_policy_steps={ctx.config.max_off_policy_steps})" if ctx.config.max_off_policy_steps else ""
     steps = sorted(on_steps)
-    return Finding(
+    return finding(
         id="off_policy_drops",
         severity=Severity.WARNING,
-        category=CAT,
         summary=(
             f"off-policy drops growing: {dropped:.0f} rollouts dropped on {len(on_steps)} of the last {window} steps, "
             f"{dropped_before:.0f} in the {window} before{limit}"

@@ -10,6 +10,7 @@ import itertools
 import math
 import statistics
 
+from rlagent.agents.rules.catalogue import finding
 from rlagent.agents.rules.context import (
     Point,
     RuleContext,
@@ -27,9 +28,7 @@ from rlagent.agents.rules.context import (
     trailing,
 )
 from rlagent.models.findings import Finding
-from rlagent.models.run import Category, Severity
-
-CAT = Category.PROGRESS
+from rlagent.models.run import Severity
 
 
 def _levels(points: list[Point], window: int) -> list[Point]:
@@ -59,10 +58,9 @@ def reward_flat(ctx: RuleContext) -> Finding | None:
     if now - then > 2 * se_diff:
         return None
     start, end = then_points[-1][0], now_points[-1][0]
-    return Finding(
+    return finding(
         id="reward_flat",
         severity=Severity.INFO,
-        category=CAT,
         summary=(
             f"reward has not improved for {end - start} steps: {block}-step mean {fmt(now)} at step {end} vs "
             f"{fmt(then)} at step {start} (within 2 standard errors, {fmt(2 * se_diff)})"
@@ -93,10 +91,9 @@ def reward_regression(ctx: RuleContext) -> Finding | None:
     if len(streak) < k:
         return None
     now_step, now = streak[-1]
-    return Finding(
+    return finding(
         id="reward_regression",
         severity=Severity.WARNING,
-        category=CAT,
         summary=(
             f"reward {w}-step mean {fmt(now)} at step {now_step}, {pct((peak - now) / scale)} below its peak "
             f"{fmt(peak)} at step {peak_step}, below {fmt(line)} for {len(streak)} steps (keep the peak checkpoint)"
@@ -128,10 +125,9 @@ def reward_constant(ctx: RuleContext) -> Finding | None:
     if len(streak) < k:
         return None
     value = table[streak[-1][0]]["reward"]
-    return Finding(
+    return finding(
         id="reward_constant",
         severity=Severity.WARNING,
-        category=CAT,
         summary=(
             f"every rollout gets the same reward {fmt(value)} for {len(streak)} steps "
             f"(steps {streak[0][0]}-{streak[-1][0]}, {how}): no learning signal"
@@ -151,10 +147,9 @@ def zero_advantage(ctx: RuleContext) -> Finding | None:
     if len(streak) >= k:
         s, v = streak[-1]
         mean = sum(x for _, x in streak) / len(streak)
-        return Finding(
+        return finding(
             id="zero_advantage",
             severity=Severity.WARNING,
-            category=CAT,
             summary=(
                 f"trainable {pct(v)} at step {s}, below {pct(t.zero_adv_trainable)} for {len(streak)} steps "
                 f"(mean {pct(mean)}): most groups have zero reward variance"
@@ -173,10 +168,9 @@ def zero_advantage(ctx: RuleContext) -> Finding | None:
     if len(steps) < k:
         return _zero_advantage_from_pinned_reward(ctx)
     newest = low[-1]
-    return Finding(
+    return finding(
         id="zero_advantage",
         severity=Severity.WARNING,
-        category=CAT,
         summary=(
             f"only {int(newest.numbers[0])}/{int(newest.numbers[1])} traces trainable at step {newest.step}, "
             f"below {pct(t.zero_adv_trainable)} on each of the last {len(steps)} steps"
@@ -199,10 +193,9 @@ def _zero_advantage_from_pinned_reward(ctx: RuleContext) -> Finding | None:
     if len(pinned) < t.sustain_steps or len({round(v) for _, v in pinned}) != 1:
         return None
     s, v = pinned[-1]
-    return Finding(
+    return finding(
         id="zero_advantage",
         severity=Severity.WARNING,
-        category=CAT,
         summary=(
             f"reward mean pinned at {fmt(v)} for {len(pinned)} steps (to step {s}): every rollout scores the same, "
             "so every group has zero advantage and nothing is trainable"
@@ -226,10 +219,9 @@ def truncation_high(ctx: RuleContext) -> Finding | None:
     if len(streak) >= k:
         s, v = streak[-1]
         raw = [p for p in points if streak[0][0] - k < p[0] <= s]
-        return Finding(
+        return finding(
             id="truncation_high",
             severity=Severity.WARNING,
-            category=CAT,
             summary=(
                 f"truncation {pct(points[-1][1])} at step {s}, its {k}-step median above {pct(t.truncation_high)} "
                 f"for {len(streak)} steps (now {pct(v)})"
@@ -248,10 +240,9 @@ def truncation_high(ctx: RuleContext) -> Finding | None:
         return None
     if rise <= 3 * noise_sd([v for _, v in window]):
         return None
-    return Finding(
+    return finding(
         id="truncation_high",
         severity=Severity.WARNING,
-        category=CAT,
         summary=(
             f"truncation {pct(current)} at step {window[-1][0]} and rising {pct(slope)}/step "
             f"(from {pct(window[0][1])} at step {window[0][0]}): 100% within {t.truncation_trend_horizon} steps"
@@ -275,10 +266,9 @@ def length_collapse(ctx: RuleContext) -> Finding | None:
             continue
         streak, ref = found
         s, v = streak[-1]
-        return Finding(
+        return finding(
             id="length_collapse",
             severity=Severity.WARNING,
-            category=CAT,
             summary=(
                 f"{metric} {fmt(v)} at step {s}, {pct(v / ref)} of its median {fmt(ref)} before step "
                 f"{streak[0][0]}; below {pct(t.length_collapse_ratio)} for {len(streak)} steps"
@@ -304,10 +294,9 @@ def length_explosion(ctx: RuleContext) -> Finding | None:
         if len(streak) < t.sustain_steps:
             continue
         s, v = streak[-1]
-        return Finding(
+        return finding(
             id="length_explosion",
             severity=Severity.WARNING,
-            category=CAT,
             summary=(
                 f"{metric} {fmt(v)} at step {s}, {pct(v / cap)} of {cap_name} {cap}, "
                 f"above {pct(t.length_explosion_ratio)} for {len(streak)} steps"
@@ -326,10 +315,9 @@ def errored_rollouts_high(ctx: RuleContext) -> Finding | None:
         return None
     s, v = streak[-1]
     mean = sum(x for _, x in streak) / len(streak)
-    return Finding(
+    return finding(
         id="errored_rollouts_high",
         severity=Severity.WARNING,
-        category=CAT,
         summary=(
             f"errored rollouts {pct(v)} at step {s}, above {pct(t.errored_high)} for {len(streak)} steps (mean {pct(mean)})"
         ),
@@ -353,10 +341,9 @@ def empty_batches(ctx: RuleContext) -> Finding | None:
     critical = consecutive is not None and limit and consecutive >= t.empty_batch_critical_ratio * limit
     count = f"{consecutive}/{limit} consecutive, " if consecutive is not None else ""
     steps = [e.step for e in recent if e.step is not None]
-    return Finding(
+    return finding(
         id="empty_batches",
         severity=Severity.CRITICAL if critical else Severity.WARNING,
-        category=CAT,
         summary=(
             f"empty train batches: {count}{len(recent)} in the last {t.event_window_steps} steps"
             + (f", newest after step {newest.step}" if newest.step is not None else "")
@@ -396,10 +383,9 @@ def eval_regression(ctx: RuleContext) -> Finding | None:
         if r0 is None or r1 is None or r1 - r0 <= 2 * noise:
             continue
         steps = ", ".join(str(s) for s, _ in last)
-        return Finding(
+        return finding(
             id="eval_regression",
             severity=Severity.WARNING,
-            category=CAT,
             summary=(
                 f"eval {env} fell {fmt(first_score)} -> {fmt(last_score)} over the evals at steps {steps} "
                 f"while the train reward rose {fmt(r0)} -> {fmt(r1)}: overfitting"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import re
 
+from rlagent.agents.rules.catalogue import finding
 from rlagent.agents.rules.context import (
     RuleContext,
     cite_events,
@@ -24,9 +25,7 @@ from rlagent.agents.rules.context import (
 )
 from rlagent.models.findings import Finding
 from rlagent.models.observation import Process
-from rlagent.models.run import Category, Severity
-
-CAT = Category.STABILITY
+from rlagent.models.run import Severity
 
 # NaN here poisons the update. A NaN reference KL is not listed: it is NaN by design when the
 # KL term is off (TRL `kl = nan` with beta = 0), a normal thing that looks alarming.
@@ -67,10 +66,9 @@ def nan_detected(ctx: RuleContext) -> Finding | None:
     if dropped:
         parts.append(f"{len(dropped)} `Dropping non-finite value(s)` line(s) in the logs")
     steps = [s for s, _, _ in bad] + [e.step for e in dropped if e.step is not None]
-    return Finding(
+    return finding(
         id="nan_detected",
         severity=Severity.CRITICAL,
-        category=CAT,
         summary="; ".join(parts),
         evidence=[point(m, s, v) for s, m, v in bad[:4]] + cite_events(dropped, 3),
         first_step=min(steps) if steps else None,
@@ -96,10 +94,9 @@ def entropy_collapse(ctx: RuleContext) -> Finding | None:
         return None
     s, v = streak[-1]
     line = f"{pct(t.entropy_collapse_ratio)} of it" + (f" or {fmt(t.entropy_collapse_abs)}" if use_abs else "")
-    return Finding(
+    return finding(
         id="entropy_collapse",
         severity=Severity.WARNING,
-        category=CAT,
         summary=(
             f"entropy {fmt(v)} at step {s}, {pct(v / early)} of its early median {fmt(early)}, "
             f"below {line} for {len(streak)} steps"
@@ -126,10 +123,9 @@ def entropy_explosion(ctx: RuleContext) -> Finding | None:
     if rise <= 3 * noise_sd([v for _, v in window]):
         return None
     s, v = streak[-1]
-    return Finding(
+    return finding(
         id="entropy_explosion",
         severity=Severity.WARNING,
-        category=CAT,
         summary=(
             f"entropy {fmt(v)} at step {s}, {times(v / early)} its early median {fmt(early)}, above "
             f"{fmt(t.entropy_explosion_ratio)}x for {len(streak)} steps and still rising "
@@ -154,10 +150,9 @@ def mismatch_kl_growth(ctx: RuleContext) -> Finding | None:
         return None
     s, v = streak[-1]
     multiple = f"{times(v / early)} its early median {fmt(early)}" if early > 0 else f"early median {fmt(early)}"
-    return Finding(
+    return finding(
         id="mismatch_kl_growth",
         severity=Severity.WARNING,
-        category=CAT,
         summary=f"mismatch KL {fmt(v)} at step {s}, {multiple}, above {fmt(line)} for {len(streak)} steps",
         evidence=points_evidence("mismatch_kl", streak),
         first_step=streak[0][0],
@@ -191,10 +186,9 @@ def grad_norm_spike(ctx: RuleContext) -> Finding | None:
     run = runs[-1]
     peak_step, peak, ref = max(run, key=lambda x: x[1] / x[2])
     others = f" ({len(runs)} such spikes in the last {t.recent_steps} steps)" if len(runs) > 1 else ""
-    return Finding(
+    return finding(
         id="grad_norm_spike",
         severity=Severity.WARNING,
-        category=CAT,
         summary=(
             f"grad norm {fmt(peak)} at step {peak_step}, {times(peak / ref)} its rolling median {fmt(ref)}, "
             f"above {fmt(t.grad_spike_ratio)}x for {len(run)} steps ({run[0][0]}-{run[-1][0]}){others}"
@@ -222,10 +216,9 @@ def kl_blowup(ctx: RuleContext) -> Finding | None:
     if len(streak) < t.kl_blowup_steps:
         return None
     s, v = streak[-1]
-    return Finding(
+    return finding(
         id="kl_blowup",
         severity=Severity.CRITICAL,
-        category=CAT,
         summary=(
             f"reference KL {fmt(v)} at step {s}, above {fmt(line)} for {len(streak)} steps "
             f"(early median {fmt(early) if early is not None else 'unknown'})"

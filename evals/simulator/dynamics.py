@@ -23,6 +23,7 @@ import math
 import random
 import re
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from . import shapes
 from .rng import binomial, lognormal, stream
@@ -105,7 +106,6 @@ class EvalStats:
     error: float
     turns: float
     output_tokens: float
-    episodes: int
 
 
 def _params_billion(model: str) -> float:
@@ -126,6 +126,39 @@ def _profiled(profile: str, r0: float, rinf: float, tau: float) -> tuple[float, 
     if profile == "plateau":
         return r0, rinf, tau * 0.35
     return r0, rinf, tau
+
+
+class _Lengths(NamedTuple):
+    trunc_extra: float
+    """Truncated fraction added by the truncation failure."""
+    truncation: float
+    out_mean: float
+    out_max: float
+    out_min: float
+    input_tokens: float
+
+
+class _Arrivals(NamedTuple):
+    failed: int
+    cancelled_n: int
+    stale: int
+    """Of the cancelled, those past max_off_policy_steps."""
+    generated: int
+    off_policy: int
+
+
+class _Trainer(NamedTuple):
+    compute: float
+    gen: float
+    throughput: float
+    mfu: float
+    peak_mem: float
+    grad: float
+    entropy: float
+    loss: float
+    kl: float
+    nonfinite: bool
+    empties: int
 
 
 class Dynamics:
@@ -206,13 +239,71 @@ class Dynamics:
         return self._cache[n]
 
     def _compute(self, n: int) -> StepStats:
+        """One step's stats. Every draw comes from the step's stream `r` in a fixed order (the
+        helpers below are called in that order): the same scenario gives the same bytes."""
         sc = self.sc
         r = stream(sc.seed, "step", n)
         collapse = self.collapse_factor(n)
         broken = self.policy_broken(n)
-        trunc_extra = self.truncation_level(n)
+        ln = self._lengths(n, r, broken)
+        env_steps = self._env_rewards(n, r, ln, collapse, broken)
+        reward = sum(e.reward * e.ratio for e in env_steps)
+        arr = self._arrivals(n, r)
+        env_steps = [
+            replace(
+                e,
+                off_policy_max=arr.off_policy,
+                error=arr.failed / arr.generated * lognormal(r, 0.2),
+                cancelled=arr.cancelled_n / arr.generated,
+            )
+            for e in env_steps
+        ]
+        std, trainable, constant = self._advantages(n, r, reward, collapse, broken)
+        tr = self._trainer(n, r, ln, collapse, constant)
+        return StepStats(
+            step=n,
+            loss=tr.loss,
+            entropy=tr.entropy,
+            mismatch_kl=tr.kl,
+            grad_norm=tr.grad,
+            lr=3e-6,
+            throughput=tr.throughput,
+            mfu=tr.mfu,
+            peak_mem_gib=tr.peak_mem,
+            nonfinite=tr.nonfinite,
+            train_compute_s=tr.compute,
+            gen_s=tr.gen,
+            reward=reward,
+            reward_std=std,
+            reward_min=_clip(reward - 2.4 * std - 0.05 * r.random()) if not constant else reward,
+            reward_max=_clip(reward + 2.4 * std + 0.05 * r.random()) if not constant else reward,
+            reward_p10=_clip(reward - 1.28 * std),
+            reward_p90=_clip(reward + 1.28 * std),
+            trainable=trainable,
+            effective=sc.batch_size,
+            turns=sum(e.turns * e.ratio for e in env_steps),
+            branches=1.0,
+            off_policy_max=arr.off_policy,
+            error=arr.failed / arr.generated,
+            cancelled=arr.cancelled_n / arr.generated,
+            truncation=ln.truncation,
+            output_tokens=ln.out_mean,
+            output_tokens_min=ln.out_min,
+            output_tokens_max=ln.out_max,
+            input_tokens=ln.input_tokens,
+            generated=arr.generated,
+            failed=arr.failed,
+            cancelled_n=arr.cancelled_n,
+            envs=tuple(env_steps),
+            ref_kl=shapes.ref_kl(sc, n),
+            empty_batches=tr.empties,
+            stale_cancelled=arr.stale,
+        )
 
-        # Lengths and truncation.
+    def _lengths(self, n: int, r: random.Random, broken: bool) -> _Lengths:
+        """Completion lengths and the truncated fraction."""
+        sc = self.sc
+        trunc_extra = self.truncation_level(n)
         normal_len = sc.max_completion_tokens * 0.3 * (1 + 0.15 * math.tanh(n / 50)) * lognormal(r, 0.04)
         truncation = _clip(0.018 * lognormal(r, 0.5), 0, 0.06)
         if trunc_extra:
@@ -226,12 +317,18 @@ class Dynamics:
         if (d := shapes.since(sc, "length-explosion", n)) is not None:
             truncation = _clip(truncation + 0.75 * shapes.ramp(d, 6 / sc.severity) + r.gauss(0, 0.02), 0, 0.98)
         normal_len = min(normal_len, sc.max_completion_tokens * (0.97 if sc.kind == "length-explosion" else 0.9))
-        out_mean = (1 - truncation) * normal_len + truncation * sc.max_completion_tokens
-        out_max = float(sc.max_completion_tokens) if truncation > 0.004 else normal_len * 1.8
-        out_min = max(1.0, normal_len * 0.3 * lognormal(r, 0.1)) if not broken else sc.max_completion_tokens * 0.6
-        input_tokens = sc.prompt_tokens * lognormal(r, 0.02)
+        return _Lengths(
+            trunc_extra=trunc_extra,
+            truncation=truncation,
+            out_mean=(1 - truncation) * normal_len + truncation * sc.max_completion_tokens,
+            out_max=float(sc.max_completion_tokens) if truncation > 0.004 else normal_len * 1.8,
+            out_min=max(1.0, normal_len * 0.3 * lognormal(r, 0.1)) if not broken else sc.max_completion_tokens * 0.6,
+            input_tokens=sc.prompt_tokens * lognormal(r, 0.02),
+        )
 
-        # Per-env rewards, then the aggregate.
+    def _env_rewards(self, n: int, r: random.Random, ln: _Lengths, collapse: float, broken: bool) -> list[EnvStep]:
+        """Each train env's reward and share of the step (the aggregate is their weighted mean)."""
+        sc = self.sc
         env_steps: list[EnvStep] = []
         weights = [lognormal(r, 0.1) for _ in sc.envs]
         total_w = sum(weights)
@@ -239,8 +336,8 @@ class Dynamics:
             reward = self.reward_curve(env, n) + r.gauss(0, self.noise["reward"])
             if collapse < 1:
                 reward = self.reward_curve(env, sc.onset_step) * (0.9 + 0.07 * collapse) + r.gauss(0, 0.02 * collapse)
-            if trunc_extra:
-                reward *= 1 - 0.7 * trunc_extra
+            if ln.trunc_extra:
+                reward *= 1 - 0.7 * ln.trunc_extra
             if broken:
                 reward = abs(r.gauss(0.01, 0.01))
             reward = self._reward_failure(n, reward)
@@ -254,33 +351,29 @@ class Dynamics:
                     off_policy_max=0,
                     error=0.0,
                     cancelled=0.0,
-                    truncation=_clip(truncation * lognormal(r, 0.1)),
-                    output_tokens=out_mean * lognormal(r, 0.05),
+                    truncation=_clip(ln.truncation * lognormal(r, 0.1)),
+                    output_tokens=ln.out_mean * lognormal(r, 0.05),
                 )
             )
-        reward = sum(e.reward * e.ratio for e in env_steps)
+        return env_steps
 
-        # Arrivals: the shipped batch plus failed and cancelled episodes.
+    def _arrivals(self, n: int, r: random.Random) -> _Arrivals:
+        """The shipped batch plus failed and cancelled episodes, and how off-policy they were."""
+        sc = self.sc
         fail_rate = (0.032 if self.alarming else sc.trace_fail_rate) * lognormal(r, 0.5)
         fail_rate += self.extra_fail_rate(n)
         failed = binomial(r, sc.batch_size, min(fail_rate, 0.9))
         cancelled_n = sc.group_size if r.random() < 0.05 else 0
         stale = self._stale_cancelled(n)
         cancelled_n += stale
-        generated = sc.batch_size + failed + cancelled_n
         off_policy = 0 if n == 1 else (2 if r.random() < 0.2 else 1)
         if stale:
             off_policy = 8
-        env_steps = [
-            replace(
-                e,
-                off_policy_max=off_policy,
-                error=failed / generated * lognormal(r, 0.2),
-                cancelled=cancelled_n / generated,
-            )
-            for e in env_steps
-        ]
+        return _Arrivals(failed, cancelled_n, stale, sc.batch_size + failed + cancelled_n, off_policy)
 
+    def _advantages(self, n: int, r: random.Random, reward: float, collapse: float, broken: bool) -> tuple[float, int, bool]:
+        """(reward std within groups, trainable rollouts, every rollout scored alike)."""
+        sc = self.sc
         std = 0.35 * math.sqrt(max(reward * (1 - reward), 1e-4)) * (collapse**0.5)
         if broken:
             std = 0.01
@@ -294,13 +387,15 @@ class Dynamics:
         constant = shapes.since(sc, "reward-constant", n) is not None
         if constant:
             trainable_frac, std = 0.0, 0.0
-        trainable = min(sc.batch_size, round(sc.batch_size * trainable_frac))
+        return std, min(sc.batch_size, round(sc.batch_size * trainable_frac)), constant
 
-        # Trainer.
-        tokens = sc.batch_size * (input_tokens + out_mean)
+    def _trainer(self, n: int, r: random.Random, ln: _Lengths, collapse: float, constant: bool) -> _Trainer:
+        """The trainer's side: timings, throughput, memory, and the optimisation metrics."""
+        sc = self.sc
+        tokens = sc.batch_size * (ln.input_tokens + ln.out_mean)
         ref_tokens = sc.batch_size * (sc.prompt_tokens + sc.max_completion_tokens * 0.3)
         compute = sc.step_time_s * (tokens / ref_tokens) ** 0.8 * lognormal(r, 0.04)
-        gen = sc.step_time_s * 0.95 * (out_mean / (sc.max_completion_tokens * 0.3)) ** 0.9 * lognormal(r, 0.08)
+        gen = sc.step_time_s * 0.95 * (ln.out_mean / (sc.max_completion_tokens * 0.3)) ** 0.9 * lognormal(r, 0.08)
         slow = shapes.compute_factor(sc, n)
         compute *= slow
         gen *= shapes.generation_factor(sc, n)
@@ -332,46 +427,7 @@ class Dynamics:
             loss = entropy = kl = grad = math.nan
         empties = self._empty_batches(n, k)
         gen *= 1 + empties
-
-        return StepStats(
-            step=n,
-            loss=loss,
-            entropy=entropy,
-            mismatch_kl=kl,
-            grad_norm=grad,
-            lr=3e-6,
-            throughput=throughput,
-            mfu=mfu,
-            peak_mem_gib=peak_mem,
-            nonfinite=nonfinite,
-            train_compute_s=compute,
-            gen_s=gen,
-            reward=reward,
-            reward_std=std,
-            reward_min=_clip(reward - 2.4 * std - 0.05 * r.random()) if not constant else reward,
-            reward_max=_clip(reward + 2.4 * std + 0.05 * r.random()) if not constant else reward,
-            reward_p10=_clip(reward - 1.28 * std),
-            reward_p90=_clip(reward + 1.28 * std),
-            trainable=trainable,
-            effective=sc.batch_size,
-            turns=sum(e.turns * e.ratio for e in env_steps),
-            branches=1.0,
-            off_policy_max=off_policy,
-            error=failed / generated,
-            cancelled=cancelled_n / generated,
-            truncation=truncation,
-            output_tokens=out_mean,
-            output_tokens_min=out_min,
-            output_tokens_max=out_max,
-            input_tokens=input_tokens,
-            generated=generated,
-            failed=failed,
-            cancelled_n=cancelled_n,
-            envs=tuple(env_steps),
-            ref_kl=shapes.ref_kl(sc, n),
-            empty_batches=empties,
-            stale_cancelled=stale,
-        )
+        return _Trainer(compute, gen, throughput, mfu, peak_mem, grad, entropy, loss, kl, nonfinite, empties)
 
     # ---- failure details -------------------------------------------------------------------
 
@@ -441,7 +497,6 @@ class Dynamics:
             error=0.0,
             turns=train.turns,
             output_tokens=train.output_tokens * lognormal(r, 0.05),
-            episodes=sc.eval_examples * sc.eval_k,
         )
 
     def cumulative(self, n: int) -> tuple[float, int, int]:

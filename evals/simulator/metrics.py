@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import json
 import math
+import random
 
 from . import shapes
 from .dynamics import EvalStats, StepStats
 from .rng import lognormal, stream
 from .scenario import Scenario
 
-STATS5 = ("mean", "max", "min", "p10", "p90")
-TOKEN_KEYS = ("num_total_tokens", "num_input_tokens", "num_output_tokens", "num_turns", "num_branches")
 TIMING_KEYS = ("setup", "agent", "finalize", "scoring", "agent/model", "agent/harness", "total")
 DISK_TOTAL_GIB = 1862.62
 
@@ -79,6 +78,23 @@ def trainer_rows(
         "perf/peak_memory": _r(st.peak_mem_gib),
     }
     optim = {"optim/lr": st.lr, "optim/grad_norm": _r(st.grad_norm)}
+    tensors = _tensor_stats(sc, st, r)
+    fwd = step_time - wait - save - 0.9
+    times = {
+        "time/step": _r(step_time),
+        "time/wait_for_batch": _r(wait),
+        "time/load_data": _r(0.12 * lognormal(r, 0.2)),
+        "time/broadcast_weights": _r(0.7 * lognormal(r, 0.1)),
+        "time/save_ckpt": _r(save),
+        "time/forward_backward": _r(max(fwd, 0.1)),
+    }
+    disk = _disk_stats(sc, st.step, ckpts_so_far)
+    return [perf, optim, tensors, times, disk]
+
+
+def _tensor_stats(sc: Scenario, st: StepStats, r: random.Random) -> dict[str, object]:
+    """Loss, entropy and mismatch KL (overall and per env), masking, reference KL: NaN on a
+    non-finite step."""
     nan_or = (lambda v: math.nan) if st.nonfinite else _r
     loss_sd = abs(st.loss) * 3 + 0.002
     tensors: dict[str, object] = {
@@ -129,17 +145,13 @@ def trainer_rows(
             "ref_kl/min": nan_or(0.0),
             "ref_kl/max": nan_or(st.ref_kl * 18),
         }
-    fwd = step_time - wait - save - 0.9
-    times = {
-        "time/step": _r(step_time),
-        "time/wait_for_batch": _r(wait),
-        "time/load_data": _r(0.12 * lognormal(r, 0.2)),
-        "time/broadcast_weights": _r(0.7 * lognormal(r, 0.1)),
-        "time/save_ckpt": _r(save),
-        "time/forward_backward": _r(max(fwd, 0.1)),
-    }
+    return tensors
+
+
+def _disk_stats(sc: Scenario, step: int, ckpts_so_far: int) -> dict[str, object]:
+    """The checkpoint filesystem: fills a little with each checkpoint (or as a failure says)."""
     used = 310.0 + 7.4 * ckpts_so_far
-    ratio = shapes.disk_free_ratio(sc, st.step, (DISK_TOTAL_GIB - used - 1100.0) / DISK_TOTAL_GIB)
+    ratio = shapes.disk_free_ratio(sc, step, (DISK_TOTAL_GIB - used - 1100.0) / DISK_TOTAL_GIB)
     free = ratio * DISK_TOTAL_GIB
     disk = {
         "system/ckpt_disk_free_gib": _r(free),
@@ -147,7 +159,7 @@ def trainer_rows(
         "system/ckpt_disk_total_gib": DISK_TOTAL_GIB,
         "system/ckpt_disk_free_ratio": _r(ratio),
     }
-    return [perf, optim, tensors, times, disk]
+    return disk
 
 
 # ---- orchestrator ---------------------------------------------------------------------------

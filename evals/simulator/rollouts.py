@@ -140,7 +140,6 @@ def episode_record(
     text_tokens = max(1, len(s.completion) // 4)
     prompt_ids = _tokens(rng, min(s.input_tokens, (len(s.system) + len(s.user)) // 4 + 8))
     out_ids = _tokens(rng, min(text_tokens, 64))
-    finish = "length" if s.truncated else "stop"
     rname = reward_name(env)
     nodes: list[dict] = [
         {"parent": None, "message": {"role": "system", "content": s.system}, "sampled": False, "timestamp": round(t0, 3)},
@@ -155,30 +154,9 @@ def episode_record(
     ]
     calls: list[dict] = []
     if not s.error:
-        node = {
-            "parent": 1,
-            "message": {"role": "assistant", "content": s.completion},
-            "sampled": True,
-            "timestamp": round(t0 + s.seconds, 3),
-            "token_ids": out_ids,
-            "mask": [True] * len(out_ids),
-            "is_content": [True] * len(out_ids),
-            "logprobs": [round(-abs(rng.gauss(0.3, 0.4)), 4) for _ in out_ids],
-        }
-        if effective:
-            node["advantages"] = [s.advantage] * len(out_ids)
+        node, call = _sampled_turn(sc, s, t0, out_ids, effective, rng)
         nodes.append(node)
-        calls.append(
-            {
-                "node": 2,
-                "model": sc.model,
-                "sampling": {"temperature": 1.0, "max_tokens": sc.max_completion_tokens},
-                "endpoint": "/chat/completions",
-                "finish_reason": finish,
-                "usage": {"input_tokens": s.input_tokens, "output_tokens": s.output_tokens},
-                "time": {"start": round(t0 + 0.05, 3), "end": round(t0 + s.seconds, 3)},
-            }
-        )
+        calls.append(call)
     errors = [{"type": s.error.split(": ", 1)[0], "message": s.error.split(": ", 1)[1]}] if s.error else []
     trace: dict = {
         "version": 1,
@@ -196,19 +174,7 @@ def episode_record(
         "ok": not s.error,
         "stop_condition": "error" if s.error else ("generation_truncated" if s.truncated else "completed"),
         "errors": errors,
-        "timing": {
-            "start": round(t0, 3),
-            "boot": {"start": round(t0, 3), "end": round(t0 + 0.01, 3)},
-            "setup": {"start": round(t0 + 0.01, 3), "end": round(t0 + 0.03, 3)},
-            "agent": {
-                "start": round(t0 + 0.03, 3),
-                "end": round(t0 + s.seconds, 3),
-                "model": {"duration": round(s.seconds * 0.95, 3)},
-                "harness": {"duration": round(s.seconds * 0.05, 3)},
-            },
-            "finalize": {"start": round(t0 + s.seconds, 3), "end": round(t0 + s.seconds + 0.004, 3)},
-            "scoring": {"start": round(t0 + s.seconds + 0.004, 3), "end": round(t0 + s.seconds + 0.007, 3)},
-        },
+        "timing": _timing(t0, s.seconds),
     }
     return {
         "id": hexid(rng),
@@ -224,6 +190,51 @@ def episode_record(
         "ok": not s.error,
         "errors": errors,
         "traces": [trace],
+    }
+
+
+def _sampled_turn(
+    sc: Scenario, s: Sample, t0: float, out_ids: list[int], effective: bool, rng: random.Random
+) -> tuple[dict, dict]:
+    """The model's turn of a trace: its node (tokens, logprobs, advantages when shipped) and call."""
+    node = {
+        "parent": 1,
+        "message": {"role": "assistant", "content": s.completion},
+        "sampled": True,
+        "timestamp": round(t0 + s.seconds, 3),
+        "token_ids": out_ids,
+        "mask": [True] * len(out_ids),
+        "is_content": [True] * len(out_ids),
+        "logprobs": [round(-abs(rng.gauss(0.3, 0.4)), 4) for _ in out_ids],
+    }
+    if effective:
+        node["advantages"] = [s.advantage] * len(out_ids)
+    call = {
+        "node": 2,
+        "model": sc.model,
+        "sampling": {"temperature": 1.0, "max_tokens": sc.max_completion_tokens},
+        "endpoint": "/chat/completions",
+        "finish_reason": "length" if s.truncated else "stop",
+        "usage": {"input_tokens": s.input_tokens, "output_tokens": s.output_tokens},
+        "time": {"start": round(t0 + 0.05, 3), "end": round(t0 + s.seconds, 3)},
+    }
+    return node, call
+
+
+def _timing(t0: float, seconds: float) -> dict:
+    """A trace's phases from `t0`: boot, setup, the agent (model and harness), finalize, scoring."""
+    return {
+        "start": round(t0, 3),
+        "boot": {"start": round(t0, 3), "end": round(t0 + 0.01, 3)},
+        "setup": {"start": round(t0 + 0.01, 3), "end": round(t0 + 0.03, 3)},
+        "agent": {
+            "start": round(t0 + 0.03, 3),
+            "end": round(t0 + seconds, 3),
+            "model": {"duration": round(seconds * 0.95, 3)},
+            "harness": {"duration": round(seconds * 0.05, 3)},
+        },
+        "finalize": {"start": round(t0 + seconds, 3), "end": round(t0 + seconds + 0.004, 3)},
+        "scoring": {"start": round(t0 + seconds + 0.004, 3), "end": round(t0 + seconds + 0.007, 3)},
     }
 
 

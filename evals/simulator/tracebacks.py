@@ -265,7 +265,6 @@ def child_failed_block(
     glog_prefix: str,
     stamp: str,
     host: str,
-    agent_pid: int,
     child_pid: int,
     script: str = "src/prime_rl/trainer/rl/train.py",
     *,

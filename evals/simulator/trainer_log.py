@@ -114,7 +114,6 @@ def crash(sim: Sim) -> list[Event]:
         sim.clock.glog(c + 1.1, "E", sim.pid["torchrun"], where),
         sim.clock.stamp(c),
         sim.host,
-        sim.pid["torchrun"],
         sim.pid["trainer"],
     )
     return [sim.log(c, "trainer", "ERROR", "Fatal error in train", exc), Event(c + 1.1, "trainer", block)]
@@ -136,7 +135,6 @@ def nccl_crash(sim: Sim) -> list[Event]:
         sim.clock.glog(c + 1.3, "E", sim.pid["torchrun"], f"{api}:882"),
         sim.clock.stamp(c),
         sim.host,
-        sim.pid["torchrun"],
         sim.pid["trainer"],
         exitcode=-6,
         traceback=f"Signal 6 (SIGABRT) received by PID {sim.pid['trainer']}",

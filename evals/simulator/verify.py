@@ -22,10 +22,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .registry import SCENARIOS
 from .scenario import Scenario
 from .writer import write_run
+
+if TYPE_CHECKING:
+    from rlagent.agents.rules.thresholds import Thresholds
 
 
 @dataclass
@@ -46,21 +50,21 @@ class Outcome:
         return not self.missing and not self.forbidden
 
 
-def check_in_process(run: Path, home: Path) -> dict:
-    """What `rlagent check RUN --offline --json --no-write --home HOME` prints, without a process."""
-    from rlagent.config import load_settings
-    from rlagent.graph.runner import Monitor, build_report
+def check_in_process(run: Path, home: Path, thresholds: Thresholds | None = None, log_timezone: str | None = None) -> dict:
+    """What `rlagent check RUN --offline --json --no-write --home HOME` prints with default settings
+    (or these thresholds and log zone), without a process. The settings of the CLI (a config
+    file, `RLAGENT_*`) are the top layer's: `--cli` runs the command itself to include them."""
+    from rlagent.agents.report import build_report
+    from rlagent.graph.runner import Monitor
     from rlagent.tools.layout import discover_run
 
-    settings = load_settings(None, offline=True, write=False, home=home)
     monitor = Monitor(
         discover_run(run),
-        home=settings.home,
+        home=home,
         offline=True,
         write=False,
-        thresholds=settings.thresholds,
-        log_timezone=settings.log_timezone,
-        probe_timeout_s=settings.probe_timeout_s,
+        thresholds=thresholds,
+        log_timezone=log_timezone,
     )
     try:
         return build_report(monitor.check_in())

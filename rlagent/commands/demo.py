@@ -22,7 +22,8 @@ from typing import Annotated
 
 import typer
 
-from rlagent.commands.approve import offer, out, print_outcome, who
+from rlagent.commands.common import out, summary_line
+from rlagent.commands.offer import offer, print_outcome, who
 
 SCENARIO = "crash-python-h"
 """The orchestrator dies of a Python exception at step 21; checkpoints every 10 steps."""
@@ -127,8 +128,7 @@ def demo(
 
 def _watch(monitor, answer: str | None, terminal: bool, step_seconds: float) -> None:
     """Check in every second until the crash has been decided on and, on Yes, verified."""
-    from rlagent.cli import summary_line
-    from rlagent.graph.runner import build_report
+    from rlagent.agents.report import build_report
 
     deadline = time.monotonic() + 120 + 60 * step_seconds
     while time.monotonic() < deadline:

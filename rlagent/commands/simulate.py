@@ -27,7 +27,11 @@ HELP = (
     "`uv run rl`: Ctrl-C stops everything, a crash ends with prime-rl's launcher lines and exit status 1. "
     "Resume as prime-rl does, from a complete checkpoint into a new logs/attempt_N:\n\n"
     "H: rlagent simulate crash-oom-h OUT --live --run.name NAME [--resume.step 20 | --resume]\n\n"
-    "L: rlagent simulate crash-python-l --output-dir OUT --live [--ckpt.resume-step 10 | -1]"
+    "L: rlagent simulate crash-python-l --output-dir OUT --live [--ckpt.resume-step 10 | -1]\n\n"
+    "SIMULATED verl, TRL and OpenRLHF runs (the scenarios named verl-*, trl-*, openrlhf-*) are written in those "
+    "frameworks' formats; --live runs their process trees (Ray actors, torchrun ranks). They resume with the "
+    "frameworks' own flags: verl trainer.resume_mode=auto (an override after OUT_DIR), TRL "
+    "--resume_from_checkpoint PATH|true, OpenRLHF --ckpt.load_enable."
 )
 
 
@@ -39,6 +43,9 @@ def _fail(message: str) -> None:
 def simulate(
     scenario: Annotated[str | None, typer.Argument(help="Scenario name (see --list).", show_default=False)] = None,
     out_dir: Annotated[Path | None, typer.Argument(help="Run directory to write.", show_default=False)] = None,
+    hydra: Annotated[
+        list[str] | None, typer.Argument(help="verl runs: Hydra overrides (trainer.resume_mode=auto).", show_default=False)
+    ] = None,
     list_: Annotated[bool, typer.Option("--list", help="Name every scenario with a one-line description.")] = False,
     layout: Annotated[str | None, typer.Option("--layout", help="H or L (default: the scenario's).")] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Random seed (same seed, same bytes).")] = None,
@@ -56,17 +63,47 @@ def simulate(
     ckpt_resume_step: Annotated[
         int | None, typer.Option("--ckpt.resume-step", help="L: resume from checkpoint step N (-1: the latest).")
     ] = None,
+    resume_from_checkpoint: Annotated[
+        str | None, typer.Option("--resume_from_checkpoint", help="TRL runs: resume from a checkpoint-N (true: the newest).")
+    ] = None,
+    load_enable: Annotated[bool, typer.Option("--ckpt.load_enable", help="OpenRLHF runs: resume from _actor/latest.")] = False,
+    load_checkpoint: Annotated[
+        bool, typer.Option("--load_checkpoint", help="OpenRLHF <= 0.10.1 runs: --ckpt.load_enable.")
+    ] = False,
 ) -> None:
     from rlagent.evals.simulator import SCENARIOS
+    from rlagent.evals.simulator.frameworks.registry import FRAMEWORK_SCENARIOS
     from rlagent.evals.simulator.launch import LaunchError
 
     if list_:
-        width = max(map(len, SCENARIOS))
+        width = max(map(len, [*SCENARIOS, *FRAMEWORK_SCENARIOS]))
         for name, sc in SCENARIOS.items():
             out.print(f"{name:<{width}}  {sc.layout}  {sc.description}")
+        for name, fsc in FRAMEWORK_SCENARIOS.items():
+            out.print(f"{name:<{width}}  {fsc.framework}  SIMULATED: {fsc.description}")
         return
     if scenario is None:
         _fail("missing SCENARIO (see `rlagent simulate --list`)")
+    if scenario in FRAMEWORK_SCENARIOS:
+        if layout is not None or run_name is not None or resume or resume_step is not None or ckpt_resume_step is not None:
+            _fail("--layout, --run.name and the prime-rl resume flags are for prime-rl scenarios")
+        root = out_dir or output_dir
+        if root is None:
+            _fail("missing OUT_DIR")
+        if speed <= 0:
+            _fail(f"--speed must be positive, not {speed}")
+        _framework(
+            scenario,
+            Path(root),
+            {"seed": seed, "onset_step": onset, "severity": severity, "step_time_s": step_time, "steps": steps},
+            (tuple(hydra or ()), resume_from_checkpoint, load_enable or load_checkpoint),
+            overwrite=overwrite,
+            live=live,
+            speed=speed,
+        )
+        return
+    if hydra or resume_from_checkpoint is not None or load_enable or load_checkpoint:
+        _fail("unexpected argument(s): Hydra overrides and framework resume flags are for verl, TRL and OpenRLHF scenarios")
     if scenario not in SCENARIOS:
         _fail(f"unknown scenario {scenario!r} (see `rlagent simulate --list`)")
     if out_dir is not None and output_dir is not None and out_dir != output_dir:
@@ -102,6 +139,35 @@ def simulate(
 
 
 simulate.__doc__ = HELP
+
+
+def _framework(name: str, root: Path, changes: dict, flags: tuple, *, overwrite: bool, live: bool, speed: float) -> None:
+    """A SIMULATED verl, TRL or OpenRLHF launch (rlagent.evals.simulator.frameworks.launch)."""
+    from rlagent.evals.simulator.frameworks.launch import ResumeFlags, launch
+    from rlagent.evals.simulator.frameworks.writer import FrameworkLaunchError
+
+    overrides, resume_from_checkpoint, load_enable = flags
+    started = time.perf_counter()
+    try:
+        scenario, summary = launch(
+            name,
+            root,
+            changes,
+            ResumeFlags(overrides, resume_from_checkpoint, load_enable),
+            overwrite=overwrite,
+            live=live,
+            speed=speed,
+        )
+    except FrameworkLaunchError as exc:
+        _fail(str(exc))
+    if live:
+        from rlagent.evals.simulator.frameworks.live import run_live
+
+        raise typer.Exit(run_live(scenario, root, speed=speed))
+    expects = ", ".join(scenario.expectation.expects) if scenario.ends_early or scenario.kind != "healthy" else "no warning"
+    if scenario.attempt > 1 and scenario.expectation.ends_run:
+        expects = "no warning (the resume gets past the crash)"
+    out.print(f"{summary} in {time.perf_counter() - started:.2f}s; a check-in should report: {expects}")
 
 
 def _run(

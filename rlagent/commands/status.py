@@ -11,7 +11,8 @@ from typing import Annotated
 
 import typer
 
-from rlagent.commands.approve import out, pending_hint
+from rlagent.commands.common import open_monitor, out, settings_from
+from rlagent.commands.offer import pending_hint
 
 
 def status(
@@ -21,12 +22,11 @@ def status(
     home: Annotated[Path | None, typer.Option("--home", help="Where run state is kept (env RLAGENT_HOME).")] = None,
 ) -> None:
     """Show the last check-in and any decision pending for the run."""
-    from rlagent import cli
-    from rlagent.agents.launcher import render_request
     from rlagent.agents.llm.runtime import day_usage, llm_line, llm_report, usage_text
+    from rlagent.tools.approval import render_request
 
-    settings = cli._settings(config, home=home)
-    monitor = cli._monitor(run_dir, settings)
+    settings = settings_from(config, home=home)
+    monitor = open_monitor(run_dir, settings)
     try:
         state, found = monitor.state(), monitor.pending()
     finally:

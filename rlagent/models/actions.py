@@ -26,6 +26,9 @@ class ActionKind(StrEnum):
     """Ctrl-C into the Launcher pane (prime-rl's launcher then tears its processes down)."""
 
 
+RESTARTS = (ActionKind.RESTART, ActionKind.RESTART_WITH_OVERRIDES)
+
+
 class Knob(StrEnum):
     """Config knobs an override may change (the allow-list)."""
 
@@ -116,7 +119,7 @@ class LogClaim(BaseModel):
     """Relative to the run dir, as the collector resolved it (e.g. `logs/attempt_1/trainer.log`)."""
     line: int = Field(ge=1)
     text: str
-    """The head of the message on that line (ANSI and rank prefix stripped)."""
+    """The head of the message on that line (control sequences and rank prefix stripped)."""
 
     def cite(self) -> str:
         return f"{self.file}:{self.line}: {self.text}"

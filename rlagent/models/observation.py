@@ -39,7 +39,7 @@ class LogEvent(BaseModel):
     time: datetime | None = None
     level: str
     message: str
-    """First line of the message, ANSI-stripped, cut to a bounded length."""
+    """First line of the message, control sequences stripped, cut to a bounded length."""
     detail: str = ""
     """Continuation lines (traceback, sublines), bounded."""
     kind: str | None = None

@@ -330,10 +330,6 @@ class ScriptedClient:
     model: str = "scripted"
     requests: list[dict[str, Any]] = field(default_factory=list)
 
-    def enqueue(self, *items: Scripted) -> ScriptedClient:
-        self.replies.extend(items)
-        return self
-
     def create(self, request: dict[str, Any], *, budget_s: float) -> Reply:
         self.requests.append(copy.deepcopy(request))
         if not self.replies:

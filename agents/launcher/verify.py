@@ -1,0 +1,169 @@
+"""The verification after a send: did the run come back (restart) or stop (stop)?
+
+Polled at the deps' pace until every check passes or the bounded time is up; a restart command
+that exits early fails at once. Time and waiting go through the deps' clock, the process table
+through the deps' probe, so the polling is tested without real processes or real waiting.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from rlagent.agents.launcher.deps import LauncherDeps
+from rlagent.models.actions import RESTARTS, ActionKind, Check, Verification
+from rlagent.models.run import Layout
+from rlagent.models.state import CheckinState
+from rlagent.tools.evidence import newest_step, process_logs
+from rlagent.tools.layout import current_attempt
+from rlagent.tools.tmux import PaneLike, TmuxError
+
+
+class Baseline(BaseModel):
+    """The run as it was just before the send, to tell what changed after it."""
+
+    attempt: str | None = None
+    trainer_log: str | None = None
+    trainer_offset: int = 0
+    sent_at: datetime | None = None
+
+
+def take_baseline(state: CheckinState) -> Baseline:
+    run_dir = Path(state.run.run_dir)
+    if state.run.layout is Layout.H:
+        return Baseline(attempt=current_attempt(run_dir))
+    logs = process_logs(run_dir, state.run.layout, "trainer")
+    if not logs:
+        return Baseline()
+    return Baseline(trainer_log=str(logs[0].relative_to(run_dir)), trainer_offset=logs[0].stat().st_size)
+
+
+def verify(
+    state: CheckinState, action: ActionKind, baseline: Baseline, resume_step: int, deps: LauncherDeps, pane: PaneLike | None
+) -> tuple[Verification, str]:
+    """(the verification, its one-line note) for a sent restart or stop."""
+    if action in RESTARTS:
+        verification = verify_restart(state, baseline, resume_step, deps, pane)
+        failed = "; ".join(c.detail for c in verification.checks if not c.ok)
+        return verification, "restart verified" if verification.ok else "restart failed: " + failed
+    verification = verify_stop(state, deps, pane)
+    failed = "; ".join(c.detail for c in verification.checks if not c.ok)
+    return verification, "stop verified" if verification.ok else "stop not confirmed: " + failed
+
+
+def _roles(state: CheckinState, deps: LauncherDeps) -> tuple[list[str], str]:
+    found, how = deps.processes.run_processes(Path(state.run.run_dir), state.run.name)
+    return sorted({p.role for p in found}), how
+
+
+def restart_checks(
+    state: CheckinState, baseline: Baseline, resume_step: int, deps: LauncherDeps
+) -> tuple[list[Check], int | None, str | None]:
+    run_dir, layout = Path(state.run.run_dir), state.run.layout
+    roles, how = _roles(state, deps)
+    missing = [r for r in deps.required_roles if r not in roles]
+    checks = [
+        Check(
+            name="processes_back",
+            ok=not missing,
+            detail=f"PRIME-RL {', '.join(roles) or 'none'} alive"
+            if not missing
+            else f"no {', '.join(missing)} process yet ({how})",
+        )
+    ]
+    step: int | None = None
+    attempt: str | None = None
+    if layout is Layout.H:
+        attempt = current_attempt(run_dir)
+        fresh = attempt is not None and attempt != baseline.attempt
+        checks.append(Check(name="new_attempt", ok=fresh, detail=f"new logs/{attempt}" if fresh else f"still logs/{attempt}"))
+        if fresh:
+            logs = process_logs(run_dir, layout, "trainer")
+            step = newest_step(logs[0], "trainer") if logs else None
+    else:
+        path = run_dir / (baseline.trainer_log or "logs/trainer.log")
+        size = path.stat().st_size if path.exists() else 0
+        fresh = size > baseline.trainer_offset
+        checks.append(Check(name="fresh_lines", ok=fresh, detail=f"{path.name} grew" if fresh else f"no new line in {path.name}"))
+        if fresh:
+            step = newest_step(path, "trainer", baseline.trainer_offset)
+    advanced = step is not None and step > resume_step
+    checks.append(
+        Check(
+            name="step_advancing",
+            ok=advanced,
+            detail=f"trainer at step {step}, past resume step {resume_step}"
+            if advanced
+            else f"no trainer step past {resume_step} yet",
+        )
+    )
+    return checks, step, attempt
+
+
+def verify_restart(
+    state: CheckinState, baseline: Baseline, resume_step: int, deps: LauncherDeps, pane: PaneLike | None
+) -> Verification:
+    """Poll until the run is back (processes, new attempt or fresh lines, step past the resume
+    step) or the bounded time is up; a command that exits early fails at once."""
+    started = deps.clock.monotonic()
+    seen_busy = False
+    while True:
+        checks, step, attempt = restart_checks(state, baseline, resume_step, deps)
+        waited = deps.clock.monotonic() - started
+        if all(c.ok for c in checks):
+            return Verification(ok=True, checks=checks, step=step, attempt=attempt, waited_s=round(waited, 1))
+        busy = _busy(pane)
+        seen_busy = seen_busy or bool(busy)
+        if seen_busy and busy is None:
+            tail = [line for line in _tail(pane) if line.strip()][-3:]
+            exited = Check(
+                name="command_running", ok=False, detail="the command exited; the pane's last lines: " + " | ".join(tail)
+            )
+            return Verification(ok=False, checks=[*checks, exited], step=step, attempt=attempt, waited_s=round(waited, 1))
+        if waited >= deps.verify_timeout_s:
+            timeout = Check(name="in_time", ok=False, detail=f"not back within {deps.verify_timeout_s:.0f} s")
+            return Verification(ok=False, checks=[*checks, timeout], step=step, attempt=attempt, waited_s=round(waited, 1))
+        deps.clock.sleep(deps.verify_poll_s)
+
+
+def verify_stop(state: CheckinState, deps: LauncherDeps, pane: PaneLike | None) -> Verification:
+    started = deps.clock.monotonic()
+    while True:
+        roles, _ = _roles(state, deps)
+        busy = _busy(pane)
+        checks = [
+            Check(
+                name="processes_gone",
+                ok=not roles,
+                detail="no PRIME-RL process left" if not roles else f"{', '.join(roles)} alive",
+            ),
+            Check(
+                name="pane_idle",
+                ok=busy is None,
+                detail="the pane is at a shell prompt" if busy is None else f"still running `{busy}`",
+            ),
+        ]
+        waited = deps.clock.monotonic() - started
+        if all(c.ok for c in checks) or waited >= deps.verify_timeout_s:
+            return Verification(ok=all(c.ok for c in checks), checks=checks, waited_s=round(waited, 1))
+        deps.clock.sleep(deps.verify_poll_s)
+
+
+def _busy(pane: PaneLike | None) -> str | None:
+    if pane is None:
+        return None
+    try:
+        return pane.busy_with()
+    except TmuxError:  # the pane went away: treat as idle, the checks say the rest
+        return None
+
+
+def _tail(pane: PaneLike | None) -> list[str]:
+    if pane is None:
+        return []
+    try:
+        return pane.lines(history=50)
+    except TmuxError:
+        return []

@@ -1,0 +1,81 @@
+"""`rlagent check RUN_DIR`: one check-in now; its entry is appended to STATUS.md and printed (or
+the JSON report with `--json`), then any decision it leaves pending is offered."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated
+
+import typer
+
+from rlagent.commands.common import (
+    ApproveOpt,
+    ConfigOpt,
+    HomeOpt,
+    LaunchOpt,
+    LlmOpt,
+    RunDir,
+    SessionOpt,
+    SocketOpt,
+    TzOpt,
+    VerboseOpt,
+    open_monitor,
+    out,
+    setup_logging,
+    summary_line,
+    watch_settings,
+)
+from rlagent.commands.offer import action_config, offer
+from rlagent.models.actions import ApprovalMode
+
+
+def check(
+    run_dir: RunDir,
+    offline: Annotated[bool, typer.Option("--offline", help="A recorded run: no process, tmux, HTTP or SLURM probes.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the check-in report as JSON on stdout, nothing else.")] = False,
+    no_write: Annotated[bool, typer.Option("--no-write", help="Leave STATUS.md untouched.")] = False,
+    config: ConfigOpt = None,
+    home: HomeOpt = None,
+    log_timezone: TzOpt = None,
+    approve: ApproveOpt = None,
+    session: SessionOpt = None,
+    tmux_socket: SocketOpt = None,
+    launch_command: LaunchOpt = None,
+    llm: LlmOpt = None,
+    verbose: VerboseOpt = False,
+) -> None:
+    """One check-in now: diagnose the run and append an entry to its STATUS.md."""
+    setup_logging(verbose)
+    settings = watch_settings(config, offline, no_write, home, log_timezone, approve, session, tmux_socket, launch_command, llm)
+    from rlagent.agents.report import build_report
+    from rlagent.graph.runner import DecisionPending
+    from rlagent.tools.approval import interactive
+
+    monitor = open_monitor(run_dir, settings, actions=action_config(settings))
+    ask = interactive() and not as_json and settings.approve is ApprovalMode.ASK
+    try:
+        try:
+            state = monitor.check_in()
+        except DecisionPending as exc:
+            if as_json:  # stdout stays JSON: what is pending, and that no check-in was made
+                pending = {"run_dir": monitor.run.run_dir, "checkin": None, "pending": exc.request.model_dump(mode="json")}
+                sys.stdout.write(json.dumps(pending, indent=2) + "\n")
+                return
+            out.print(f"no new check-in: {exc}", markup=False)
+            offer(monitor, timeout_s=settings.seconds("approval_timeout"), interactive=ask, where="rlagent check")
+            return
+        found = monitor.pending()
+        report = build_report(state, found[1] if found else None)
+        if as_json:
+            sys.stdout.write(json.dumps(report, indent=2) + "\n")
+            return
+        out.print(summary_line(report))
+        if report["picked_from"]:
+            out.print(f"(newest run in {report['picked_from']}: {report['run_dir']})")
+        out.print()
+        out.print(report["status_entry"], markup=False)
+        if found:
+            offer(monitor, timeout_s=settings.seconds("approval_timeout"), interactive=ask, where="rlagent check")
+    finally:
+        monitor.close()

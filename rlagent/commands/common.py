@@ -1,0 +1,145 @@
+"""What the commands share: the consoles, one-line errors, logging, settings, the monitor and its
+LLM runtime, the options of `check` and `run`, and the one-line summary of a check-in. Imported by
+the commands; `rlagent.cli` only registers them (and imports nothing back from them but the
+command functions)."""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+from loguru import logger
+from rich.console import Console
+
+from rlagent.config import ConfigError, Settings, load_settings
+from rlagent.models.actions import ApprovalMode
+from rlagent.tools.layout import RunNotFound, discover_run
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+HEALTH_STYLE = {"Healthy": "bold green", "Degraded": "bold yellow", "Down": "bold red"}
+
+RunDir = Annotated[Path, typer.Argument(help="A prime-rl run directory (either layout), or an output dir holding runs.")]
+ConfigOpt = Annotated[Path | None, typer.Option("--config", help="TOML settings file (keys as in `rlagent.config.Settings`).")]
+HomeOpt = Annotated[Path | None, typer.Option("--home", help="Where run state is kept [env RLAGENT_HOME].")]
+TzOpt = Annotated[str | None, typer.Option("--log-timezone", help="IANA zone of the run's log times (default: local).")]
+VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Log timings and details to stderr.")]
+ApproveOpt = Annotated[
+    ApprovalMode | None,
+    typer.Option(
+        "--approve",
+        help="ask: offer an agreed restart/stop for your approval (prompt in a terminal, else pending for "
+        "`rlagent approve`); never: observe only (default: ask).",
+    ),
+]
+SessionOpt = Annotated[str | None, typer.Option("--session", help="tmux session of the run (default: prime-rl).")]
+SocketOpt = Annotated[str | None, typer.Option("--tmux-socket", help="tmux server socket name (tmux -L NAME).")]
+LaunchOpt = Annotated[
+    str | None, typer.Option("--launch-command", help="The run's own launch command, when rlagent cannot find it.")
+]
+
+
+class LLMMode(StrEnum):
+    AUTO = "auto"
+    CLAUDE = "claude"
+    OFF = "off"
+
+
+LlmOpt = Annotated[
+    LLMMode | None,
+    typer.Option(
+        "--llm", help="auto: Claude when ANTHROPIC_API_KEY is set; claude: Claude; off: the rules alone. [default: auto]"
+    ),
+]
+
+
+def fail(message: str) -> NoReturn:
+    """A user error: one line on stderr, exit status 2."""
+    err.print(f"[bold red]rlagent: error:[/] {message}", markup=True)
+    raise typer.Exit(2)
+
+
+def setup_logging(verbose: bool) -> None:
+    logger.remove()
+    logger.enable("rlagent")
+    logger.add(sys.stderr, level="DEBUG" if verbose else "WARNING", format="<dim>{time:HH:mm:ss}</dim> {level} {message}")
+
+
+def settings_from(config: Path | None, **flags: object) -> Settings:
+    try:
+        return load_settings(config, **flags)
+    except ConfigError as exc:
+        fail(str(exc))
+
+
+def watch_settings(
+    config, offline, no_write, home, log_timezone, approve, session, tmux_socket, launch_command, llm, **more
+) -> Settings:
+    """Settings of `check` and `run` from their shared flags (a flag not given overrides nothing)."""
+    return settings_from(
+        config,
+        offline=offline or None,
+        write=False if no_write else None,
+        home=home,
+        log_timezone=log_timezone,
+        approve=approve,
+        session=session,
+        tmux_socket=tmux_socket,
+        launch_command=launch_command,
+        llm={"mode": llm.value} if llm else None,
+        **more,
+    )
+
+
+def llm_runtime(settings: Settings):
+    """The LLM runtime of this process (Claude on or off, and why); the SDK loads only on first use."""
+    from rlagent.agents.llm.runtime import LLMRuntime
+
+    runtime = LLMRuntime.from_settings(settings.llm)
+    if settings.llm.mode == "claude" and not runtime.enabled:
+        err.print(f"rlagent: warning: {runtime.choice.reason}; checking with the rules alone", markup=False)
+    return runtime
+
+
+def open_monitor(run_dir: Path, settings: Settings, actions=None):
+    """The monitor of the run at `run_dir` (a user error if there is no run or no state store)."""
+    from rlagent.graph.runner import Monitor
+
+    try:
+        run = discover_run(run_dir)
+    except RunNotFound as exc:
+        fail(str(exc))
+    try:
+        return Monitor(
+            run,
+            home=settings.home,
+            offline=settings.offline,
+            write=settings.write,
+            thresholds=settings.thresholds,
+            log_timezone=settings.log_timezone,
+            probe_timeout_s=settings.probe_timeout_s,
+            actions=actions,
+            llm=llm_runtime(settings),
+        )
+    except OSError as exc:
+        fail(f"state store under {settings.home}: {exc.strerror or exc}")
+
+
+def summary_line(report: dict) -> str:
+    health = report["health"] or "n/a"
+    style = HEALTH_STYLE.get(health, "bold")
+    step = report["step"] if report["step"] is not None else "n/a"
+    total = report["max_steps"] if report["max_steps"] is not None else "n/a"
+    when = report["checked_at"].replace("T", " ")[:16]
+    parts = [f"[bold]{when} UTC[/] check-in #{report['checkin']}", f"[{style}]{health}[/]", f"step {step}/{total}"]
+    findings = [f for f in report["findings"] if f["severity"] != "info"] or report["findings"]
+    if findings:
+        top = ", ".join(f"{f['id']} ({f['severity']})" for f in findings[:4])
+        parts.append(f"{len(report['findings'])} finding(s): {top}")
+    else:
+        parts.append("no findings")
+    return " · ".join(parts)

@@ -1,0 +1,90 @@
+"""`rlagent run RUN_DIR --cadence 1h`: a check-in at once, then one per cadence (graph.cadence),
+until Ctrl-C or `--max-checks`; a decision left pending is offered between check-ins."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from rlagent.commands.common import (
+    ApproveOpt,
+    ConfigOpt,
+    HomeOpt,
+    LaunchOpt,
+    LlmOpt,
+    RunDir,
+    SessionOpt,
+    SocketOpt,
+    TzOpt,
+    VerboseOpt,
+    open_monitor,
+    out,
+    setup_logging,
+    summary_line,
+    watch_settings,
+)
+from rlagent.commands.offer import action_config, offer
+from rlagent.models.actions import ApprovalMode
+
+
+def run(
+    run_dir: RunDir,
+    cadence: Annotated[str | None, typer.Option("--cadence", help="Time between check-ins: 30s, 10m, 1h, 1h30m.")] = None,
+    max_checks: Annotated[int | None, typer.Option("--max-checks", help="Stop after N check-ins.", min=1)] = None,
+    offline: Annotated[bool, typer.Option("--offline", help="A recorded run: no live probes.")] = False,
+    no_write: Annotated[bool, typer.Option("--no-write", help="Leave STATUS.md untouched.")] = False,
+    config: ConfigOpt = None,
+    home: HomeOpt = None,
+    log_timezone: TzOpt = None,
+    approve: ApproveOpt = None,
+    session: SessionOpt = None,
+    tmux_socket: SocketOpt = None,
+    launch_command: LaunchOpt = None,
+    llm: LlmOpt = None,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Check in at once, then once per cadence, until Ctrl-C (or --max-checks)."""
+    setup_logging(verbose)
+    settings = watch_settings(
+        config,
+        offline,
+        no_write,
+        home,
+        log_timezone,
+        approve,
+        session,
+        tmux_socket,
+        launch_command,
+        llm,
+        cadence=cadence,
+        max_checks=max_checks,
+    )
+    from rlagent.agents.report import build_report
+    from rlagent.graph.cadence import at_cadence
+    from rlagent.graph.runner import DecisionPending
+    from rlagent.tools.approval import interactive
+
+    monitor = open_monitor(run_dir, settings, actions=action_config(settings))
+    ask = interactive() and settings.approve is ApprovalMode.ASK
+    out.print(f"watching {monitor.run.run_dir} every {settings.cadence} (Ctrl-C to stop)")
+
+    def one_round() -> None:
+        fresh = True
+        try:
+            report = build_report(monitor.check_in())
+            out.print(summary_line(report))
+        except DecisionPending as exc:
+            # No check-in while a person may still answer: a new one would drop the decision.
+            out.print(f"check-in skipped: {exc}", markup=False)
+            fresh = False
+        if (fresh or ask) and monitor.pending():
+            offer(monitor, timeout_s=settings.seconds("approval_timeout"), interactive=ask, where="rlagent run")
+
+    try:
+        at_cadence(one_round, settings.cadence_seconds, monitor.clock, settings.max_checks)
+    except KeyboardInterrupt:
+        out.print("stopped (Ctrl-C); STATUS.md holds only complete entries")
+        raise typer.Exit(130) from None
+    finally:
+        monitor.close()
