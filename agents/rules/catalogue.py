@@ -44,6 +44,16 @@ CATALOGUE: dict[str, Category] = {
     "kv_cache_saturated": Category.PERFORMANCE,
     "step_time_regression": Category.PERFORMANCE,
     "off_policy_drops": Category.PERFORMANCE,
+    # clusters: SLURM jobs and multi-node logs
+    "slurm_job_failed": Category.HEALTH,
+    "slurm_timeout": Category.HEALTH,
+    "slurm_oom": Category.HEALTH,
+    "node_fail": Category.HEALTH,
+    "slurm_pending": Category.HEALTH,
+    "slurm_preempted": Category.HEALTH,
+    "time_limit_risk": Category.HEALTH,
+    "rank_failed": Category.HEALTH,
+    "node_silent": Category.HEALTH,
 }
 """Every finding id of reference/findings.md, with its category (a public contract: never renamed)."""
 
