@@ -196,14 +196,23 @@ def rank_failed(ctx: RuleContext) -> Finding | None:
         + (" ..." if len({e.file for e in group}) > 4 else "")
         for group in sorted(groups.values(), key=len, reverse=True)[:3]
     )
-    when = f" at {aware(root.time):%H:%M:%S} UTC" if root.time else ""
-    traceback = any(e.detail.startswith("traceback") for e in errors) or root.kind == "root_cause"
+    tracebacks = [e for e in errors if e.detail.startswith("traceback")]
+    own = [e for e in tracebacks if root.kind != "root_cause" or e.file != root.file]
+    if root.kind == "root_cause":
+        fields = dict(part.split(" ", 1) for part in root.message.split(": ", 1)[-1].split(", ") if " " in part)
+        who = f"rank {fields.get('rank', '?')} on host {fields.get('host', '?')} at {fields.get('time', '?')}"
+        if len({e.file for e in own}) == 1:
+            who += f" ({_where(own[0], files)}: {own[0].message[:120]})"
+    else:
+        when = f" at {aware(root.time):%H:%M:%S} UTC" if root.time else ""
+        who = f"{_where(root, files)}{when}: {root.message[:140]}"
+    cited = [root, *own[:1]]
     return finding(
         id="rank_failed",
-        severity=Severity.CRITICAL if traceback else Severity.WARNING,
-        summary=f"first failing rank: {_where(root, files)}{when}: {root.message[:140]} ({how}); "
+        severity=Severity.CRITICAL if tracebacks or root.kind == "root_cause" else Severity.WARNING,
+        summary=f"first failing rank: {who}, by {how}; "
         f"{len(errors)} error records on {len(places)} node/rank logs: {summary_groups}",
-        evidence=[root.cite(), *(e.cite() for e in errors if e is not root)][:6],
+        evidence=[*(e.cite() for e in cited), *(e.cite() for e in errors if e not in cited)][:6],
         last_step=ctx.step,
     )
 
@@ -211,14 +220,14 @@ def rank_failed(ctx: RuleContext) -> Finding | None:
 def node_silent(ctx: RuleContext) -> Finding | None:
     """A node or rank whose log went quiet while its peers (same role) kept writing."""
     view = ctx.observation.multinode
-    if view is None or ctx.finished:
-        return None
+    if view is None or ctx.stopped:
+        return None  # a crash or a finish stops every node: rank_failed or run_finished speaks
     t = ctx.thresholds
     per_step = ctx.median_step_seconds
     limit = max(t.stall_min_minutes * 60, t.stall_step_multiple * per_step if per_step else 0.0)
     silent: list[tuple[TreeFile, float, TreeFile]] = []
     for role in ("trainer", "inference"):
-        peers = [f for f in view.files if f.role == role and f.last_time is not None and f.stream != "stderr"]
+        peers = [f for f in view.files if f.role == role and f.last_time is not None and f.stream != "stderr" and not f.errors]
         if len(peers) < 2:
             continue
         newest = max(peers, key=lambda f: aware(f.last_time))  # type: ignore[arg-type]
