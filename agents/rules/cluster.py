@@ -79,6 +79,13 @@ def newest_job(ctx: RuleContext) -> SlurmJob | None:
     return max(jobs, key=key)
 
 
+def slurm_job_active(ctx: RuleContext) -> bool:
+    """The run's newest SLURM job holds (or waits for) its allocation: its processes, if any, run
+    on the job's nodes, where the local process table does not see them."""
+    job = newest_job(ctx)
+    return job is not None and job.active
+
+
 def slurm_findings(ctx: RuleContext) -> list[Finding]:
     """Every finding the state of the run's newest job supports."""
     job = newest_job(ctx)

@@ -10,7 +10,8 @@ prints its `Root Cause` block), or one node going silent; and the runbook's sbat
     logs/[attempt_N/]inference.log, inference/node_<k>.log, inference/router_0.log
 
 `python -m rlagent.evals.simulator.multinode job [resume flags]` is the job body the sbatch script
-runs; SIMJOB_MODE (`train`, `fail`), SIMJOB_STEPS, SIMJOB_PAUSE and SIMJOB_EXIT shape it.
+runs; SIMJOB_MODE (`train`, `fail`), SIMJOB_STEPS, SIMJOB_PAUSE, SIMJOB_EXIT and SIMJOB_TREE (write a
+multi-node tree) shape it.
 """
 
 from __future__ import annotations
@@ -213,6 +214,8 @@ def job(argv: list[str]) -> int:
     else:
         base = run_dir / "logs"
         base.mkdir(parents=True, exist_ok=True)
+    if os.environ.get("SIMJOB_TREE"):  # a multi-node tree beside the rank-0 log, written as the job starts
+        write_tree(run_dir, layout, steps=3, step_s=pause, start=datetime.now(UTC) - timedelta(seconds=4 * pause))
     trainer = base / "trainer.log"
     with open(trainer, "a", encoding="utf-8") as out:
         if resume:
