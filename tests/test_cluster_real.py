@@ -75,7 +75,9 @@ def jobs(slurm_cluster, tmp_path_factory):  # noqa: F811
         "running-h": submit(slurm_cluster, runs["running-h"], SIMJOB_TREE="1", SIMJOB_PAUSE="0.5"),
         "running-l": submit(slurm_cluster, runs["running-l"], layout="L", SIMJOB_PAUSE="0.5"),
         "cancelled": submit(slurm_cluster, runs["cancelled"], SIMJOB_PAUSE="0.5"),
-        "failed": submit(slurm_cluster, runs["failed"], SIMJOB_MODE="fail", SIMJOB_STEPS="3", SIMJOB_EXIT="3", SIMJOB_PAUSE="0.2"),
+        "failed": submit(
+            slurm_cluster, runs["failed"], SIMJOB_MODE="fail", SIMJOB_STEPS="3", SIMJOB_EXIT="3", SIMJOB_PAUSE="0.2"
+        ),
         "timeout": submit(slurm_cluster, runs["timeout"], "--time=1", SIMJOB_PAUSE="1"),
     }
     ids["pending"] = submit(slurm_cluster, runs["pending"], f"--dependency=afterok:{ids['running-h']}")

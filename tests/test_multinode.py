@@ -34,7 +34,9 @@ def findings(state):
 def test_the_first_failing_rank_is_named_as_the_root_cause(tmp_path):
     run = HRun(tmp_path, "mn-run")
     run.steps(10)
-    write_tree(run.dir, "H", trainer_nodes=2, ranks_per_node=4, steps=10, start=START, failure=Failure(node=1, local_rank=2, step=8))
+    write_tree(
+        run.dir, "H", trainer_nodes=2, ranks_per_node=4, steps=10, start=START, failure=Failure(node=1, local_rank=2, step=8)
+    )
     state = monitor(run, tmp_path, START + timedelta(minutes=30)).check_in()
     view = state.out.observation.multinode
     assert view is not None and view.total_files == 2 + 16 + 2  # node logs, rank files, inference node + router
