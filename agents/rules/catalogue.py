@@ -59,6 +59,12 @@ CATALOGUE: dict[str, Category] = {
 
 FINDING_IDS: tuple[str, ...] = tuple(CATALOGUE)
 
+CLUSTER_IDS: tuple[str, ...] = (
+    "slurm_job_failed", "slurm_timeout", "slurm_oom", "node_fail", "slurm_pending", "slurm_preempted", "time_limit_risk",
+    "rank_failed", "node_silent",
+)  # fmt: skip
+"""Ids that need a live SLURM probe or a multi-node log tree (agents/rules/cluster.py)."""
+
 
 def finding(
     id: str,
