@@ -23,18 +23,16 @@ from rlagent.models.observation import (
     Rollout,
     WarningGroup,
 )
-from rlagent.models.run import Layout
+from rlagent.models.run import Framework, Layout, RunInfo
 from rlagent.models.state import CheckinState, typed_node
 from rlagent.tools import hostprobes, multinode
-from rlagent.tools.checkpoints import checkpoint_parts
+from rlagent.tools.adapters import adapter_for
+from rlagent.tools.adapters.base import FileRead
+from rlagent.tools.adapters.common import degenerate
 from rlagent.tools.clock import Clock, SystemClock
 from rlagent.tools.configs import read_run_config
-from rlagent.tools.layout import current_attempt, log_files
-from rlagent.tools.logread import LogRead, read_log
 from rlagent.tools.metrics_jsonl import REL as METRICS_REL
-from rlagent.tools.metrics_jsonl import read_metrics
 from rlagent.tools.processes import ProcessProbe, SystemProcesses
-from rlagent.tools.rollouts import l_step_fractions, sample_key, sample_rollouts
 from rlagent.tools.slurm_probe import ClusterProbe, SystemCluster
 
 HISTORY_STEPS = 1000
@@ -73,10 +71,15 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
     notes: list[str] = []
     if not run_dir.is_dir():
         notes.append(f"{run_dir}: the run directory is gone")
-    config = read_run_config(run_dir, state.run.layout)
+    adapter = adapter_for(state.run.framework)
+    prime = state.run.framework is Framework.PRIME_RL
+    layout = state.run.layout or Layout.H
+    config = read_run_config(run_dir, layout) if prime else adapter.read_config(run_dir)
     notes += config.problems
 
-    attempt = current_attempt(run_dir) if state.run.layout is Layout.H else None
+    run_read = adapter.read(state.run, state.memory.cursors, deps.tz, keep_per_kind=EVENTS_PER_KIND)
+    notes += run_read.notes
+    attempt = run_read.attempt
     new_attempt = state.memory.attempt is not None and attempt is not None and attempt != state.memory.attempt
     if new_attempt:
         notes.append(f"new attempt {attempt} (was {state.memory.attempt}): the run was restarted or resumed")
@@ -87,22 +90,26 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
         events=list(state.memory.events),
         notes=notes,
     )
-    _read_logs(reading, state, run_dir, attempt, deps.tz)
-    tree = _read_tree(reading, state, run_dir, deps.tz)
-    _read_metrics_jsonl(reading, run_dir, state.memory.cursors.get(METRICS_REL))
-    rollout_stats_step = _read_l_rollout_stats(reading.history, state, run_dir)
+    for file_read in run_read.files:
+        _merge_file(reading, file_read)
+    if prime:
+        for rel, cursor in state.memory.cursors.items():
+            if rel not in reading.cursors and rel != METRICS_REL and Path(run_dir, rel).exists() and attempt is None:
+                reading.cursors[rel] = cursor  # a file not listed this time but still there (kept for L)
+    tree = _read_tree(reading, state, run_dir, deps.tz) if prime else None
+    rollout_stats_step = _read_l_rollout_stats(reading.history, state, adapter) if prime else state.memory.rollout_stats_step
     history, newest = reading.history, reading.newest
     _refresh_early(history)
     _trim(history)
     events = _bounded_events(reading.events + reading.new_events)
-    key, rollout_step, rollouts_per_step, rollouts = _samples(state, run_dir, notes)
+    samples = _samples(state, run_dir, adapter, layout, notes)
 
     if deps.offline:
         now = state.now_override or newest or deps.clock.now()
         live = LiveProbes()
     else:
         now = deps.clock.now()
-        live = probe_live(run_dir, state.run.name, config.inference_url, deps)
+        live = probe_live(run_dir, state.run, config.inference_url, deps)
         notes += live.problems
 
     roles_seen = sorted(set(state.memory.processes_seen) | {p.role for p in live.processes or []})
@@ -117,10 +124,11 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
         bytes_read=reading.bytes_read,
         warning_groups=merged_groups(reading.groups),
         new_events=reading.new_events[-200:],
-        rollouts=rollouts,
-        rollouts_step=rollout_step,
-        rollouts_per_step=rollouts_per_step or None,
-        checkpoints=checkpoint_parts(run_dir, state.run.layout),
+        rollouts=samples.rollouts,
+        rollouts_step=samples.step,
+        rollouts_per_step=samples.count or None,
+        sample_stats=samples.stats,
+        checkpoints=adapter.checkpoints(run_dir, layout) if prime else adapter.checkpoints(run_dir),
         live=live,
         multinode=tree,
         notes=notes,
@@ -135,16 +143,17 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
         "observation": observation,
         "processes_seen": roles_seen,
         "rollout_stats_step": rollout_stats_step,
-        "samples": rollouts,
-        "samples_key": key,
-        "samples_step": rollout_step,
-        "samples_count": rollouts_per_step,
+        "samples": samples.rollouts,
+        "samples_key": samples.key,
+        "samples_step": samples.step,
+        "samples_count": samples.count,
+        "samples_stats": samples.stats,
     }
 
 
 @dataclass
 class _Reading:
-    """What this check-in's reads add up to: the logs, metrics.jsonl, L's rollouts files."""
+    """What this check-in's reads add up to: every source file the framework's adapter read."""
 
     history: MetricHistory
     groups: dict[str, WarningGroup]
@@ -162,29 +171,38 @@ class _Reading:
             self.newest = when
 
 
-def _read_logs(reading: _Reading, state: CheckinState, run_dir: Path, attempt: str | None, tz: tzinfo) -> None:
-    """Every log file from its cursor: steps, evals, events and warning groups into `reading`."""
-    history, groups = reading.history, reading.groups
-    for path in log_files(run_dir, state.run.layout):
-        rel = str(path.relative_to(run_dir))
-        read = read_log(path, rel, state.memory.cursors.get(rel), tz, keep_per_kind=EVENTS_PER_KIND)
-        reading.notes += read.notes
-        if read.cursor is not None:
-            reading.cursors[rel] = read.cursor
-            if read.cursor.last_time:
-                reading.saw(read.cursor.last_time)
-        reading.bytes_read += read.bytes_read
-        if read.fresh:
-            reading.events = [e for e in reading.events if e.file != rel]
-            groups = reading.groups = {k: g for k, g in groups.items() if g.first.file != rel}
-        _merge_steps(history, read)
-        _merge_counts(history, rel, read.step_counts, fresh=read.fresh)
-        _merge_evals(history, [EvalPoint(env=e.env, step=e.step, score=e.score) for e in read.evals if e.step is not None])
-        reading.new_events += read.events
-        _merge_groups(groups, rel, read.groups)
-    for rel, cursor in state.memory.cursors.items():
-        if rel not in reading.cursors and rel != METRICS_REL and Path(run_dir, rel).exists() and attempt is None:
-            reading.cursors[rel] = cursor  # a file not listed this time but still there (kept for L)
+def _merge_file(reading: _Reading, read: FileRead) -> None:
+    """One source's new rows, evals, events and warning groups into `reading`."""
+    history = reading.history
+    reading.notes += read.notes
+    if read.cursor is not None and read.rel:
+        reading.cursors[read.rel] = read.cursor
+    if read.newest is not None:
+        reading.saw(read.newest)
+    reading.bytes_read += read.bytes_read
+    if read.fresh:
+        reading.events = [e for e in reading.events if e.file != read.rel]
+        reading.groups = {k: g for k, g in reading.groups.items() if g.first.file != read.rel}
+    for row in read.rows:
+        target = history.table(row.process)  # type: ignore[arg-type]
+        values = row.values
+        if read.under:
+            old = target.get(row.step, {})
+            values = {k: v for k, v in values.items() if not (k in old and not math.isfinite(old[k]))}
+        _update_row(target, row.step, values)
+        if row.when is not None:
+            seen = history.step_seen_at.get(row.process)
+            if seen is None or row.when > seen:
+                history.step_seen_at[row.process] = row.when
+    for process, when in read.times.items():
+        seen = history.step_seen_at.get(process)
+        if seen is None or when > seen:
+            history.step_seen_at[process] = when
+    if read.rel and (read.counts or read.fresh):
+        _merge_counts(history, read.rel, read.counts, fresh=read.fresh)
+    _merge_evals(history, read.evals)
+    reading.new_events += read.events
+    _merge_groups(reading.groups, read.rel, read.groups)
 
 
 def _read_tree(reading: _Reading, state: CheckinState, run_dir: Path, tz: tzinfo) -> MultiNodeView | None:
@@ -201,50 +219,38 @@ def _read_tree(reading: _Reading, state: CheckinState, run_dir: Path, tz: tzinfo
     return tree.view
 
 
-def _read_metrics_jsonl(reading: _Reading, run_dir: Path, cursor: FileCursor | None) -> None:
-    """metrics.jsonl from its cursor, merged under the log's values: a NaN the log showed stays
-    (prime-rl drops NaN from the JSONL, so the log is the witness)."""
-    metrics = read_metrics(run_dir, cursor)
-    reading.notes += metrics.notes
-    if metrics.cursor is None:
-        return
-    history = reading.history
-    reading.cursors[METRICS_REL] = metrics.cursor
-    reading.bytes_read += metrics.bytes_read
-    for process, table in (("trainer", metrics.trainer), ("orchestrator", metrics.orchestrator)):
-        target = history.table(process)  # type: ignore[arg-type]
-        for step, values in table.items():
-            row = target.get(step, {})
-            _update_row(target, step, {k: v for k, v in values.items() if not (k in row and not math.isfinite(row[k]))})
-    _merge_evals(history, metrics.evals)
-    for process, stamp in metrics.times.items():
-        seen = datetime.fromtimestamp(stamp, UTC)
-        if process not in history.step_seen_at or seen > history.step_seen_at[process]:
-            history.step_seen_at[process] = seen
-        reading.saw(seen)
-
-
-def _read_l_rollout_stats(history: MetricHistory, state: CheckinState, run_dir: Path) -> int:
+def _read_l_rollout_stats(history: MetricHistory, state: CheckinState, adapter) -> int:
     """Layout L: truncation, error and trainable fractions from the rollouts files (its logs have
     none); the newest step read so far, whose file may still grow and is read again next time."""
     if state.run.layout is not Layout.L:
         return state.memory.rollout_stats_step
-    fractions = l_step_fractions(run_dir, max(0, state.memory.rollout_stats_step - 1))
+    fractions = adapter.rollout_stats(state.run, max(0, state.memory.rollout_stats_step - 1))
     for step, values in fractions.items():
         _update_row(history.orchestrator, step, values)
     return max([state.memory.rollout_stats_step, *fractions])
 
 
-def _samples(state: CheckinState, run_dir: Path, notes: list[str]) -> tuple[str | None, int | None, int, list[Rollout]]:
-    """(identity of the newest rollouts file, its step, rollouts in it, telling samples): sampled
-    again only when that file changed."""
-    key = sample_key(run_dir, state.run.layout)
+@dataclass
+class _Samples:
+    key: str | None
+    step: int | None
+    count: int
+    rollouts: list[Rollout]
+    stats: dict[str, float]
+
+
+def _samples(state: CheckinState, run_dir: Path, adapter, layout: Layout, notes: list[str]) -> _Samples:
+    """Telling samples of the newest step (and statistics over all of them): sampled again only when
+    that file changed."""
     memory = state.memory
-    if key is not None and key == memory.samples_key:
-        return key, memory.samples_step, memory.samples_count, memory.samples
-    step, count, rollouts, rollout_notes = sample_rollouts(run_dir, state.run.layout)
-    notes += rollout_notes
-    return key, step, count, rollouts
+    if state.run.framework is Framework.PRIME_RL:
+        found = adapter.samples(run_dir, memory.samples_key, layout)
+    else:
+        found = adapter.samples(run_dir, memory.samples_key)
+    if found is None:
+        return _Samples(memory.samples_key, memory.samples_step, memory.samples_count, memory.samples, memory.samples_stats)
+    notes += found.notes
+    return _Samples(found.key, found.step, found.count, found.rollouts, sample_stats(found.all))
 
 
 def _fresh_history(old: MetricHistory) -> MetricHistory:
@@ -262,15 +268,6 @@ def _fresh_history(old: MetricHistory) -> MetricHistory:
 
 def _update_row(table: dict[int, dict[str, float]], step: int, values: dict[str, float]) -> None:
     table[step] = {**table.get(step, {}), **values}
-
-
-def _merge_steps(history: MetricHistory, read: LogRead) -> None:
-    for line, when in read.steps:
-        _update_row(history.table(line.process), line.step, line.values)  # type: ignore[arg-type]
-        if when is not None:
-            seen = history.step_seen_at.get(line.process)
-            if seen is None or when > seen:
-                history.step_seen_at[line.process] = when
 
 
 def _merge_counts(history: MetricHistory, rel: str, counts: dict[str, dict[int, int]], *, fresh: bool) -> None:
@@ -362,10 +359,38 @@ def merged_groups(groups: dict[str, WarningGroup]) -> list[WarningGroup]:
     return sorted(by_template.values(), key=lambda g: (-g.count, g.template))[:50]
 
 
-def probe_live(run_dir: Path, run_name: str, inference_url: str | None, deps: CollectorDeps) -> LiveProbes:
+def sample_stats(rollouts: list[Rollout]) -> dict[str, float]:
+    """Over every sampled completion of the step: how many, how many degenerate (empty, one character
+    or token repeated), and the share of the most common completion (one answer for every prompt)."""
+    if not rollouts:
+        return {}
+    texts = [r.completion.strip() for r in rollouts]
+    top = max(set(texts), key=texts.count)
+    common = texts.count(top)
+    rewards = [r.reward for r in rollouts if r.reward is not None and math.isfinite(r.reward)]
+    top_rewards = [r.reward for r in rollouts if r.completion.strip() == top and r.reward is not None and math.isfinite(r.reward)]
+    stats = {
+        "total": float(len(texts)),
+        "degenerate": float(sum(degenerate(t) for t in texts)),
+        "identical": float(common) if common > 1 else 0.0,
+    }
+    if rewards and top_rewards:
+        stats["identical_reward"] = sum(top_rewards) / len(top_rewards)
+        stats["max_reward"] = max(rewards)
+        stats["min_reward"] = min(rewards)
+    return stats
+
+
+def probe_live(run_dir: Path, run: RunInfo, inference_url: str | None, deps: CollectorDeps) -> LiveProbes:
     live = LiveProbes()
     try:
-        live.processes, live.process_match = deps.processes.run_processes(run_dir, run_name)
+        if run.framework is Framework.PRIME_RL:
+            live.processes, live.process_match = deps.processes.run_processes(run_dir, run.name)
+        else:
+            markers = adapter_for(run.framework).process_markers(run)
+            live.processes, live.process_match = deps.processes.run_processes(
+                run_dir, run.name, framework=run.framework.value, markers=markers
+            )
     except OSError as exc:
         live.problems.append(f"process scan failed: {exc}")
     try:

@@ -11,9 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rlagent.models.actions import ActionKind, CommandPlan, LaunchCommand, LaunchSource, TmuxTarget
+from rlagent.models.run import Framework
 from rlagent.models.state import CheckinState, typed_node
 from rlagent.tools import launch_source
+from rlagent.tools.adapters import adapter_for
 from rlagent.tools.checkpoints import checkpoint_parts, newest_complete
+from rlagent.tools.framework_command import resume_argv
 from rlagent.tools.launch_command import CommandError, build_argv, command_line, parse_launch_command
 from rlagent.tools.processes import ProcessProbe, SystemProcesses
 from rlagent.tools.resubmit import build_resubmit_argv, resubmit_script, scancel_argv
@@ -65,10 +68,14 @@ def find_launch_command(state: CheckinState, deps: PlanDeps) -> tuple[LaunchComm
             tried.append(f"{deps.target.describe()} history: no prompt line launching this run")
         except TmuxError as exc:
             tried.append(f"Launcher pane history: {exc}")
-    found = launch_source.from_sbatch(Path(state.run.run_dir))
+    found = launch_source.from_sbatch(Path(state.run.run_dir)) or framework_launch(state)
     if found:
         return found, tried
-    tried.append("rl.sbatch: none in the run dir")
+    tried.append(
+        "rl.sbatch: none in the run dir"
+        if state.run.framework is Framework.PRIME_RL
+        else "no launch script (*.sh) in the run dir"
+    )
     return None, tried
 
 
@@ -91,6 +98,8 @@ def plan_command(state: CheckinState, deps: PlanDeps) -> CommandPlan:
             target=deps.target, problem=f"the run's launch command was not found ({'; '.join(tried)}); {ASK_FOR_IT}"
         )
     run = state.run
+    if run.framework is not Framework.PRIME_RL:
+        return _framework_plan(state, deps, launch)
     resume = newest_complete(checkpoint_parts(Path(run.run_dir), run.layout, newest=10**6))
     if resume is None:
         return CommandPlan(target=deps.target, launch=launch, problem="no complete checkpoint to resume from")
@@ -132,6 +141,31 @@ def plan_resubmit(state: CheckinState, deps: PlanDeps) -> CommandPlan:
     except CommandError as exc:
         return CommandPlan(target=deps.target, launch=launch, resume_step=resume, problem=str(exc))
     return CommandPlan(target=deps.target, launch=launch, send=command_line(argv), argv=argv, resume_step=resume)
+
+
+def framework_launch(state: CheckinState) -> LaunchCommand | None:
+    """verl/TRL/OpenRLHF: the run's launch script, run again with `bash` (the scripts pass "$@" on)."""
+    if state.run.framework is Framework.PRIME_RL:
+        return None
+    script = adapter_for(state.run.framework).launch_script(Path(state.run.run_dir))
+    if script is None:
+        return None
+    return LaunchCommand(argv=["bash", script.name], source=LaunchSource.LAUNCH_SCRIPT, detail=f"{script.name} in the run dir")
+
+
+def framework_argv(state: CheckinState, launch: LaunchCommand) -> tuple[list[str], int | None]:
+    """The resume command of a verl/TRL/OpenRLHF run (CommandError when it cannot resume)."""
+    adapter = adapter_for(state.run.framework)
+    plan = adapter.resume_plan(Path(state.run.run_dir), launch.argv)
+    return resume_argv(launch.argv, plan), plan.step
+
+
+def _framework_plan(state: CheckinState, deps: PlanDeps, launch: LaunchCommand) -> CommandPlan:
+    try:
+        argv, step = framework_argv(state, launch)
+    except CommandError as exc:
+        return CommandPlan(target=deps.target, launch=launch, problem=str(exc))
+    return CommandPlan(target=deps.target, launch=launch, send=command_line(argv), argv=argv, resume_step=step)
 
 
 def make_launch_probe(probe: ProcessProbe | None = None) -> Callable[[CheckinState], dict]:

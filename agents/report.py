@@ -19,7 +19,8 @@ def build_report(state: CheckinState, pending: ApprovalRequest | None = None) ->
     step = obs.trainer_step if obs.trainer_step is not None else obs.orchestrator_step
     report = {
         "run_dir": state.run.run_dir,
-        "layout": state.run.layout.value,
+        "framework": state.run.framework.value,
+        "layout": state.run.layout.value if state.run.layout else None,
         "picked_from": state.run.picked_from,
         "checkin": state.checkin,
         "checked_at": obs.now.astimezone(UTC).isoformat().replace("+00:00", "Z"),

@@ -135,6 +135,10 @@ def index_jsonl(rel: str, entry: FileEntry, data: bytes) -> FileIndex:
     return FileIndex(rel, entry, len(data), [end for end, _ in lines], _running_max(filled))
 
 
+WRITES = "writes.json"
+"""A SIMULATED framework fixture's record of how its files grew (their console logs carry no times)."""
+
+
 class RecordedRun:
     """The index of a fixture's run: what every file held at any moment."""
 
@@ -143,6 +147,12 @@ class RecordedRun:
         self.manifest = manifest
         self.files: dict[str, FileIndex] = {}
         self.steps: list[StepSeen] = []
+        self.puts: dict[str, list[tuple[float, str]]] = {}
+        """Files rewritten whole (a tracker file): their content from each time on."""
+        writes = run_dir.parent / WRITES
+        if writes.is_file():
+            self._from_writes(json.loads(writes.read_text(encoding="utf-8")))
+            return
         for rel, entry in manifest.files.items():
             data = (run_dir / rel).read_bytes()
             if entry.kind == "log":
@@ -153,6 +163,44 @@ class RecordedRun:
                 self.files[rel] = FileIndex(rel, entry, len(data))
         self.steps.sort(key=lambda s: s.time)
         self._check_renames()
+
+    def _from_writes(self, writes: dict) -> None:
+        """verl/TRL/OpenRLHF fixtures: each appended file grows to the sizes writes.json recorded at
+        their times (so reading by byte offset runs as live); rewritten files take each recorded
+        content at its time; any other file appears whole at its recorded mtime."""
+        for rel, entry in self.manifest.files.items():
+            size = (self.dir / rel).stat().st_size
+            if rel in writes.get("appends", {}):
+                points = writes["appends"][rel]
+                ends = [int(n) for n, _ in points]
+                reach = _running_max([float(t) for _, t in points])
+                self.files[rel] = FileIndex(rel, entry.model_copy(update={"kind": "log"}), size, ends, reach)
+            elif rel in writes.get("puts", {}):
+                self.puts[rel] = [(float(t), str(text)) for t, text in writes["puts"][rel]]
+            else:
+                self.files[rel] = FileIndex(rel, entry.model_copy(update={"kind": "file"}), size)
+        for step, t in writes.get("steps", {}).items():
+            self.steps.append(StepSeen(float(t), "trainer", int(step)))
+        # A launch that crashed was in the step after its last logged one when it died: that step's
+        # signal shows with the first bytes written after its last step line (the crash output), as
+        # prime-rl's orchestrator logs the step its trainer dies in.
+        writes_at = sorted(float(t) for points in writes.get("appends", {}).values() for _, t in points)
+        for attempt in writes.get("attempts", []):
+            if attempt.get("exit_code") not in (None, 0):
+                start, end = float(attempt["start"]), float(attempt["end"])
+                done = [s for s in self.steps if s.process == "trainer" and start <= s.time <= end]
+                if done:
+                    last = max(done, key=lambda s: s.time)
+                    after = [t for t in writes_at if last.time < t <= end]
+                    self.steps.append(StepSeen(after[0] if after else end, "crash", max(s.step for s in done) + 1))
+        self.steps.sort(key=lambda s: s.time)
+
+    def put_at(self, rel: str, t: float) -> tuple[float, str] | None:
+        found = None
+        for when, text in self.puts.get(rel, []):
+            if when <= t:
+                found = (when, text)
+        return found
 
     def _check_renames(self) -> None:
         for index in self.files.values():
@@ -170,7 +218,8 @@ class RecordedRun:
     @property
     def end(self) -> float:
         """The newest moment of the recording (its last line, row or file)."""
-        return max((f.mtime for f in self.files.values()), default=0.0)
+        puts = [when for history in self.puts.values() for when, _ in history]
+        return max([*(f.mtime for f in self.files.values()), *puts], default=0.0)
 
     def step_time(self, step: int, process: str | None = "trainer") -> float | None:
         """When `process` (any, if None) first logged step `step` or a later one."""
@@ -220,6 +269,21 @@ class WorkingCopy:
                 self._where[rel] = index.path_at(t)
         for index in self.run.files.values():
             self._append(index, t)
+        for rel in self.run.puts:
+            self._put(rel, t)
+
+    def _put(self, rel: str, t: float) -> None:
+        found = self.run.put_at(rel, t)
+        if found is None or self._where.get(rel) == f"{found[0]}":
+            return
+        when, text = found
+        target = self.root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, target)
+        os.utime(target, (when, when))
+        self._where[rel] = f"{when}"
 
     def _append(self, index: FileIndex, t: float) -> None:
         extent = index.extent(t)

@@ -61,7 +61,16 @@ def load_fixture(path: Path) -> Fixture:
         problems.append(str(exc))
     if manifest is not None and run_dir.is_dir():
         problems += check_files(run_dir, manifest)
-    if case is not None and run_dir.is_dir():
+    if case is not None and run_dir.is_dir() and case.framework != "prime-rl":
+        from rlagent.tools.adapters import NoFramework, discover
+
+        try:
+            found_fw = discover(run_dir).framework.value
+            if found_fw != case.framework:
+                problems.append(f"case.toml says framework {case.framework} but run/ looks like {found_fw}")
+        except NoFramework as exc:
+            problems.append(f"run/: {exc}")
+    elif case is not None and run_dir.is_dir():
         try:
             found = discover_run(run_dir).layout
             if found != case.layout:

@@ -151,7 +151,7 @@ def _replay(fixture: Fixture, base: Path, llm=None) -> ReplayResult:
     work = base / fixture.name
     copy = WorkingCopy(run, work)
     monitor = Monitor(
-        RunInfo(run_dir=str(work), layout=case.layout, name=work.name),
+        RunInfo(run_dir=str(work), layout=case.layout, framework=case.framework, name=work.name),
         home=base / "home",
         offline=True,
         write=True,

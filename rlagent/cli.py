@@ -16,6 +16,7 @@ from rlagent.commands.approve import approve
 from rlagent.commands.check import check
 from rlagent.commands.common import err
 from rlagent.commands.demo import demo
+from rlagent.commands.diagnose import diagnose
 from rlagent.commands.evaluate import evaluate
 from rlagent.commands.replay import replay
 from rlagent.commands.run import run
@@ -23,7 +24,7 @@ from rlagent.commands.simulate import simulate
 from rlagent.commands.status import status
 
 app = typer.Typer(
-    help="rlagent watches a prime-rl RL training run: it reads configs, logs, metrics and rollouts, "
+    help="rlagent watches an RL training run of prime-rl, verl, TRL or OpenRLHF: it reads configs, logs, metrics and rollouts, "
     "diagnoses what is wrong, and appends a dated entry to the run's STATUS.md.",
     no_args_is_help=True,
     add_completion=False,
@@ -34,6 +35,7 @@ app.command(name="check")(check)
 app.command(name="run")(run)
 app.command(name="replay")(replay)
 app.command(name="eval")(evaluate)
+app.command(name="diagnose")(diagnose)
 app.command(name="approve")(approve)
 app.command(name="status")(status)
 app.command(name="demo")(demo)

@@ -23,7 +23,7 @@ from rlagent.evals.simulator.frameworks.common import SIDE_CAR
 from rlagent.evals.simulator.frameworks.registry import FRAMEWORK_SCENARIOS
 from rlagent.evals.simulator.frameworks.scenario import EXPECTATIONS
 
-WIRED: set[str] = set()
+WIRED: set[str] = {"verl", "trl", "openrlhf"}
 """Frameworks the collector reads (add one when its adapter lands: its fixtures are then replayed)."""
 
 

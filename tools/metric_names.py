@@ -118,3 +118,66 @@ def eval_scores(row: dict) -> dict[str, float]:
         if env not in scores or rank < scores[env][0]:
             scores[env] = (rank, float(value))
     return {env: value for env, (_, value) in scores.items()}
+
+
+# Other frameworks: the normalised vocabulary of tools/frameworks/vocabulary.py -> (process, canonical
+# name). A framework's one step line holds both sides; they are split the way prime-rl splits them
+# (trainer: optimisation and policy statistics; orchestrator: rollouts and rewards) so that every rule
+# reads the same table whatever wrote the run. Metrics prime-rl lacks get names of their own here.
+FRAMEWORK_CANONICAL: dict[str, tuple[str, str]] = {
+    "reward_mean": ("orchestrator", "reward"),
+    "reward_std": ("orchestrator", "reward_std"),
+    "reward_max": ("orchestrator", "reward_max"),
+    "reward_min": ("orchestrator", "reward_min"),
+    "reward_group_std": ("orchestrator", "reward_group_std"),
+    "trainable_frac": ("orchestrator", "trainable"),
+    "error_frac": ("orchestrator", "error"),
+    "truncation_ratio": ("orchestrator", "truncation"),
+    "response_length_mean": ("orchestrator", "output_tokens"),
+    "response_length_max": ("orchestrator", "output_tokens_max"),
+    "total_length_mean": ("orchestrator", "seq_len"),
+    "aborted_ratio": ("orchestrator", "aborted"),
+    "filter_pass_rate": ("orchestrator", "filter_pass_rate"),
+    "off_policy_max": ("orchestrator", "off_policy_max"),
+    "loss": ("trainer", "loss"),
+    "entropy": ("trainer", "entropy"),
+    "kl_ref": ("trainer", "ref_kl"),
+    "kl_coef": ("trainer", "kl_coef"),
+    "ppo_kl": ("trainer", "ppo_kl"),
+    "mismatch_kl": ("trainer", "mismatch_kl"),
+    "clip_frac": ("trainer", "clip_frac"),
+    "grad_norm": ("trainer", "grad_norm"),
+    "lr": ("trainer", "lr"),
+    "value_loss": ("trainer", "value_loss"),
+    "value_mean": ("trainer", "value_mean"),
+    "explained_var": ("trainer", "explained_var"),
+    "critic_grad_norm": ("trainer", "critic_grad_norm"),
+    "step_time": ("trainer", "step_time"),
+    "throughput": ("trainer", "throughput"),
+    "mfu": ("trainer", "mfu"),
+    "peak_mem_gb": ("trainer", "peak_mem_gib"),
+}
+"""Normalised name -> (process, canonical name). Also: `zero_std_frac` -> orchestrator `trainable` =
+1 - zero_std_frac; `reward_component/<f>` -> orchestrator `reward_component/<f>`; `val/<name>` -> evals."""
+
+
+# eval keys that describe the eval, not its score (OpenRLHF logs lengths and counts beside `*_pass1`)
+_NOT_A_SCORE = re.compile(r"length|truncat|num_samples|runtime|per_second|_loss$|epoch")
+
+
+def canonical_split(normalised: dict[str, float]) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+    """(trainer, orchestrator, evals) canonical values of one step's normalised metrics."""
+    trainer: dict[str, float] = {}
+    orchestrator: dict[str, float] = {}
+    evals: dict[str, float] = {}
+    for name, value in normalised.items():
+        target = FRAMEWORK_CANONICAL.get(name)
+        if target is not None:
+            (trainer if target[0] == "trainer" else orchestrator)[target[1]] = value
+        elif name == "zero_std_frac":
+            orchestrator.setdefault("trainable", 1.0 - value)
+        elif name.startswith(("reward_component/", "reward_component_std/")):
+            orchestrator[name] = value
+        elif name.startswith("val/") and not name.startswith("val/aux/") and not _NOT_A_SCORE.search(name):
+            evals[name[len("val/") :]] = value
+    return trainer, orchestrator, evals

@@ -150,7 +150,13 @@ class ProcessProbe(Protocol):
 class SystemProcesses:
     """The real probe: /proc and psutil."""
 
-    def run_processes(self, run_dir: Path, run_name: str) -> tuple[list[ProcessInfo], str]:
+    def run_processes(
+        self, run_dir: Path, run_name: str, framework: str = "prime-rl", markers: list[str] | None = None
+    ) -> tuple[list[ProcessInfo], str]:
+        if framework != "prime-rl":
+            from rlagent.tools.framework_processes import find_framework_processes
+
+            return find_framework_processes(str(run_dir), markers or [str(run_dir)], framework)
         return find_run_processes(run_dir, run_name)
 
     def launch_command(self, pids: list[int]) -> LaunchCommand | None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from rlagent.agents.launcher.deps import LauncherDeps
 from rlagent.agents.launcher.verify import Baseline, take_baseline
 from rlagent.models.actions import ActionKind, ApprovalRequest, Decision, LaunchStatus, Review
+from rlagent.models.run import Framework
 from rlagent.models.slurm import ACTIVE_STATES
 from rlagent.models.state import CheckinState
 from rlagent.tools import journal
@@ -91,6 +92,17 @@ def precondition_failure(state: CheckinState, review: Review, busy: str | None, 
     if busy:
         return f"the {plan.target.window} pane is busy running `{busy}` (a restart goes only to an idle shell prompt)"
     run = state.run
+    if run.framework is not Framework.PRIME_RL:
+        from rlagent.agents.command_plan import framework_argv
+
+        assert plan.launch is not None
+        try:
+            argv, step = framework_argv(state, plan.launch)
+        except CommandError as exc:
+            return str(exc)
+        if step != plan.resume_step:
+            return f"the newest complete checkpoint is now {step}, not {plan.resume_step} as reviewed"
+        return None if argv == plan.argv else "the command built now differs from the one reviewed"
     newest = newest_complete(checkpoint_parts(Path(run.run_dir), run.layout, newest=10**6))
     if newest != plan.resume_step:
         return f"the newest complete checkpoint is now {newest}, not {plan.resume_step} as reviewed"

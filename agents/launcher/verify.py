@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from rlagent.agents.launcher.deps import LauncherDeps
 from rlagent.models.actions import RESTARTS, ActionKind, Check, Verification
-from rlagent.models.run import Layout
+from rlagent.models.run import Framework, Layout
 from rlagent.models.slurm import ACTIVE_STATES
 from rlagent.models.state import CheckinState
 from rlagent.tools.evidence import newest_step, process_logs
@@ -33,8 +33,43 @@ class Baseline(BaseModel):
     """SLURM: the run's jobs before the send (a resubmission's job is one not among them)."""
 
 
+def _framework_log(state: CheckinState) -> Path | None:
+    """verl/TRL/OpenRLHF: the console log the relaunch appends to (the largest one)."""
+    from rlagent.tools.adapters import adapter_for
+
+    logs = adapter_for(state.run.framework).console_logs(Path(state.run.run_dir))
+    return max(logs, key=lambda p: p.stat().st_size) if logs else None
+
+
+def framework_step(state: CheckinState, path: Path, offset: int) -> int | None:
+    """Newest step of the lines appended to `path` after `offset`."""
+    from rlagent.tools.adapters import adapter_for
+
+    adapter = adapter_for(state.run.framework)
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            data = handle.read(16 << 20)
+    except OSError:
+        return None
+    read = adapter.read_text(data.decode("utf-8", errors="replace"), path.name)
+    steps = [row.step for row in read.rows]
+    return max(steps) if steps else None
+
+
+FRAMEWORK_ROLES = {Framework.VERL: ("TaskRunner",), Framework.TRL: ("launcher",), Framework.OPENRLHF: ("PPOTrainer",)}
+"""The process a relaunch of each framework must bring back (its trainer loop)."""
+
+
+def _label(state: CheckinState) -> str:
+    return "PRIME-RL" if state.run.framework is Framework.PRIME_RL else state.run.framework.value
+
+
 def take_baseline(state: CheckinState) -> Baseline:
     run_dir = Path(state.run.run_dir)
+    if state.run.framework is not Framework.PRIME_RL:
+        log = _framework_log(state)
+        return Baseline(trainer_log=str(log.relative_to(run_dir)), trainer_offset=log.stat().st_size) if log else Baseline()
     if state.run.layout is Layout.H:
         return Baseline(attempt=current_attempt(run_dir))
     logs = process_logs(run_dir, state.run.layout, "trainer")
@@ -66,7 +101,14 @@ def verify(
 
 
 def _roles(state: CheckinState, deps: LauncherDeps) -> tuple[list[str], str]:
-    found, how = deps.processes.run_processes(Path(state.run.run_dir), state.run.name)
+    run = state.run
+    if run.framework is Framework.PRIME_RL:
+        found, how = deps.processes.run_processes(Path(run.run_dir), run.name)
+    else:
+        from rlagent.tools.adapters import adapter_for
+
+        markers = adapter_for(run.framework).process_markers(run)
+        found, how = deps.processes.run_processes(Path(run.run_dir), run.name, framework=run.framework.value, markers=markers)
     return sorted({p.role for p in found}), how
 
 
@@ -75,19 +117,29 @@ def restart_checks(
 ) -> tuple[list[Check], int | None, str | None]:
     run_dir, layout = Path(state.run.run_dir), state.run.layout
     roles, how = _roles(state, deps)
-    missing = [r for r in deps.required_roles if r not in roles]
+    required = deps.required_roles if state.run.framework is Framework.PRIME_RL else FRAMEWORK_ROLES[state.run.framework]
+    missing = [r for r in required if r not in roles]
     checks = [
         Check(
             name="processes_back",
             ok=not missing,
-            detail=f"PRIME-RL {', '.join(roles) or 'none'} alive"
+            detail=f"{_label(state)} {', '.join(roles) or 'none'} alive"
             if not missing
             else f"no {', '.join(missing)} process yet ({how})",
         )
     ]
     step: int | None = None
     attempt: str | None = None
-    if layout is Layout.H:
+    if state.run.framework is not Framework.PRIME_RL:
+        log = _framework_log(state)
+        path = run_dir / baseline.trainer_log if baseline.trainer_log else log
+        size = path.stat().st_size if path is not None and path.exists() else 0
+        fresh = path is not None and size > baseline.trainer_offset
+        name = path.name if path is not None else "the console log"
+        checks.append(Check(name="fresh_lines", ok=fresh, detail=f"{name} grew" if fresh else f"no new line in {name}"))
+        if fresh and path is not None:
+            step = framework_step(state, path, baseline.trainer_offset)
+    elif layout is Layout.H:
         attempt = current_attempt(run_dir)
         fresh = attempt is not None and attempt != baseline.attempt
         checks.append(Check(name="new_attempt", ok=fresh, detail=f"new logs/{attempt}" if fresh else f"still logs/{attempt}"))

@@ -150,7 +150,7 @@ def run_facts(state: CheckinState) -> dict[str, Any]:
     config = state.memory.config
     return {
         "name": state.run.name,
-        "layout": state.run.layout.value,
+        "layout": state.run.layout.value if state.run.layout else state.run.framework.value,
         "model": config.model or "n/a",
         "max_steps": config.max_steps,
         "batch": config.batch_size or (f"{config.token_batch_size} tokens" if config.token_batch_size else "n/a"),

@@ -18,6 +18,7 @@ from datetime import timedelta
 
 from rlagent.agents.review.protocol import ReviewPacket
 from rlagent.models.actions import RESTARTS, ActionKind, Check, Verdict
+from rlagent.models.run import Framework
 from rlagent.tools.checkpoints import checkpoint_parts, newest_complete
 from rlagent.tools.launch_command import CommandError, build_argv, flag_value
 from rlagent.tools.resubmit import build_resubmit_argv, resubmit_script
@@ -57,11 +58,15 @@ class SafetyOfficer:
         return Check(name="not_finished", ok=True, detail="no finish line; steps remain")
 
     def _checkpoint(self, packet: ReviewPacket) -> Check:
-        parts = checkpoint_parts(packet.run_dir, packet.run.layout, newest=10**6)
-        newest = newest_complete(parts)
+        if packet.run.framework is not Framework.PRIME_RL:
+            from rlagent.tools.adapters import adapter_for
+
+            newest = adapter_for(packet.run.framework).newest_checkpoint(packet.run_dir)
+        else:
+            newest = newest_complete(checkpoint_parts(packet.run_dir, packet.run.layout, newest=10**6))
         step = packet.plan.resume_step
         if newest is None:
-            return Check(name="checkpoint_complete", ok=False, detail="no checkpoint with both trainer and orchestrator state")
+            return Check(name="checkpoint_complete", ok=False, detail="no complete checkpoint to resume from")
         if step is None:
             return Check(name="checkpoint_complete", ok=False, detail=f"no command to resume from step {newest} was built")
         if step != newest:
@@ -74,6 +79,8 @@ class SafetyOfficer:
                 ok=False,
                 detail=f"proposed for checkpoint {packet.proposal.resume_step}, the newest complete on disk is {newest}",
             )
+        if packet.run.framework is not Framework.PRIME_RL:
+            return Check(name="checkpoint_complete", ok=True, detail=f"{packet.run.framework.value} checkpoint of step {newest}")
         return Check(name="checkpoint_complete", ok=True, detail=f"checkpoints/step_{newest}: trainer/.metadata and progress.pt")
 
     def _down(self, packet: ReviewPacket) -> Check:
@@ -135,10 +142,36 @@ class SafetyOfficer:
             )
         return Check(name="no_restart_loop", ok=True, detail="not a repeat of the last restart")
 
+    def _matches_framework(self, packet: ReviewPacket) -> Check:
+        """verl/TRL/OpenRLHF: rebuilt from the launch script and the adapter's resume plan."""
+        from rlagent.tools.adapters import adapter_for
+        from rlagent.tools.framework_command import resume_argv
+
+        plan, run = packet.plan, packet.run
+        assert plan.launch is not None
+        resume = adapter_for(run.framework).resume_plan(packet.run_dir, plan.launch.argv)
+        try:
+            expected = resume_argv(plan.launch.argv, resume)
+        except CommandError as exc:
+            return Check(name="matches_launch_command", ok=False, detail=str(exc))
+        try:
+            sent_words = shlex.split(plan.send or "")
+        except ValueError:
+            sent_words = []
+        if expected != plan.argv or sent_words != expected or resume.step != plan.resume_step:
+            return Check(name="matches_launch_command", ok=False, detail="the command differs from the one rebuilt independently")
+        return Check(
+            name="matches_launch_command",
+            ok=True,
+            detail=f"rebuilt word for word from {plan.launch.detail} and {run.framework.value}'s resume flags",
+        )
+
     def _matches(self, packet: ReviewPacket) -> Check:
         plan, run = packet.plan, packet.run
         if plan.launch is None or plan.resume_step is None:
             return Check(name="matches_launch_command", ok=False, detail="no launch command or resume step")
+        if run.framework is not Framework.PRIME_RL:
+            return self._matches_framework(packet)
         try:
             expected = rebuild(packet)
         except CommandError as exc:

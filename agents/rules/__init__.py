@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from rlagent.agents.rules import cluster, health, performance, progress, stability
+from rlagent.agents.rules import cluster, health, outputs, performance, progress, stability
 from rlagent.agents.rules.context import RuleContext
 from rlagent.agents.rules.thresholds import Thresholds
 from rlagent.models.findings import Finding
@@ -16,7 +16,14 @@ from rlagent.models.run import Health, Severity
 
 Rule = Callable[[RuleContext], Finding | list[Finding] | None]
 
-RULES: tuple[Rule, ...] = (*health.RULES, *cluster.RULES, *progress.RULES, *stability.RULES, *performance.RULES)
+RULES: tuple[Rule, ...] = (
+    *health.RULES,
+    *cluster.RULES,
+    *progress.RULES,
+    *outputs.RULES,
+    *stability.RULES,
+    *performance.RULES,
+)
 
 SEVERITY_RANK = {Severity.CRITICAL: 0, Severity.WARNING: 1, Severity.INFO: 2}
 DOWN_IDS = frozenset({"run_crashed", "process_down", "run_stalled"}) | cluster.DOWN_IDS

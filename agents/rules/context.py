@@ -33,7 +33,9 @@ _CRASH_PROCESS = (
     (re.compile(r"\bTrainer failed with exit code|Fatal error in train\b|ChildFailedError"), "trainer"),
     (re.compile(r"\bOrchestrator failed with exit code|Fatal error in run_orchestrator"), "orchestrator"),
 )
-_FINISHED_TRAINING = re.compile(r"Training finished!|RL training finished!|RL trainer finished!")
+_FINISHED_TRAINING = re.compile(
+    r"Training finished!|RL training finished!|RL trainer finished!|Final validation metrics:|^\{'train_runtime':"
+)
 # SLURM job states that end a job by failure (CANCELLED is a person's decision, not a crash).
 SLURM_FAILED = frozenset({"FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "TIMEOUT", "DEADLINE"})
 
@@ -185,6 +187,8 @@ class RuleContext:
     thresholds: Thresholds = field(default_factory=Thresholds)
     processes_seen: list[str] = field(default_factory=list)
     """Process roles seen alive in earlier live check-ins."""
+    framework: str = "prime-rl"
+    """Which framework wrote the run (process roles and event kinds differ)."""
     now: datetime | None = None
     """Defaults to `observation.now` (offline: the time of the newest line)."""
 
@@ -212,6 +216,7 @@ class RuleContext:
             config=state.memory.config,
             thresholds=thresholds or Thresholds(),
             processes_seen=list(state.memory.processes_seen),
+            framework=state.run.framework.value,
         )
 
     # --- metrics ---------------------------------------------------------------------------
@@ -325,13 +330,23 @@ class RuleContext:
         patterns file it as host_oom); `tearing down (exit code 0)` is a clean exit."""
         out, lines = [], set()
         for e in self.events:
-            is_crash = e.kind == "crash" or (e.kind == "host_oom" and "exit code" in e.message)
+            is_crash = e.kind == "crash" or (e.kind == "host_oom" and "exit code" in e.message) or self._fatal_traceback(e)
             if not is_crash or (e.numbers and all(n == 0 for n in e.numbers)) or (e.file, e.line) in lines:
                 continue
             if not self.superseded(e):
                 out.append(e)
                 lines.add((e.file, e.line))
         return out
+
+    def _fatal_traceback(self, event: LogEvent) -> bool:
+        """An uncaught traceback in a verl/TRL/OpenRLHF console (or an excerpt) that no step followed:
+        the process that printed it died (frameworks.md 4: the exception propagates and the driver exits)."""
+        if event.kind != "traceback" or any(
+            e.kind == "crash" and e.file == event.file and e.line >= event.line for e in self.events
+        ):
+            return False
+        last = self.step
+        return last is None or (event.step is not None and last <= event.step)
 
     @property
     def slurm_failure(self) -> tuple[str, str] | None:

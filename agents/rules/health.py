@@ -19,6 +19,8 @@ _EXCEPTION_LINE = re.compile(r"^\s*(?:\[\w+\]:)?([A-Za-z_][\w.]*(?:Error|Excepti
 _TRACEBACK_LINES = 200
 # Env workers come and go with load; only their server is a required process.
 _TRANSIENT_ROLE = re.compile(r"^EnvWorker\d*$")
+# verl/TRL/OpenRLHF: Ray idle workers and per-rank processes come and go; the trainer loop is what counts.
+_FRAMEWORK_TRANSIENT = frozenset({"ray", "IDLE", "rank", "vLLM"})
 
 
 def _step_of(events: list[LogEvent]) -> tuple[int | None, int | None]:
@@ -121,7 +123,8 @@ def process_down(ctx: RuleContext) -> Finding | None:
     if processes is None or ctx.finished or slurm_job_active(ctx):
         return None  # a SLURM job's processes run on its nodes, not here
     alive = {p.role for p in processes}
-    expected = set(ctx.thresholds.required_roles) | {r for r in ctx.processes_seen if not _TRANSIENT_ROLE.match(r)}
+    required = set(ctx.thresholds.required_roles) if ctx.framework == "prime-rl" else set()
+    expected = required | {r for r in ctx.processes_seen if not _TRANSIENT_ROLE.match(r) and r not in _FRAMEWORK_TRANSIENT}
     missing = sorted(expected - alive)
     if not missing:
         return None
@@ -357,6 +360,9 @@ def checkpoint_failure(ctx: RuleContext) -> Finding | None:
     """
     t = ctx.thresholds
     checkpoints = ctx.observation.checkpoints
+    if ctx.framework != "prime-rl":
+        # the adapters mark a checkpoint that lacks a part its framework always writes as `incomplete`
+        checkpoints = {s: ([] if "incomplete" in parts else list(CKPT_PARTS)) for s, parts in checkpoints.items()}
     complete = [s for s, parts in checkpoints.items() if set(CKPT_PARTS) <= set(parts)]
     errors = [
         e
@@ -422,6 +428,16 @@ def disk_low(ctx: RuleContext) -> Finding | None:
     )
 
 
+def inference_crashed(ctx: RuleContext) -> Finding | None:
+    """vLLM's engine died (`EngineDeadError`, also inside a Ray `RayTaskError(EngineDeadError)`)."""
+    return _incident(ctx, "inference_crashed", "inference_crashed", "inference engine crashed")
+
+
+def reward_fn_error(ctx: RuleContext) -> Finding | None:
+    """An exception raised inside the reward function / reward manager / verifier."""
+    return _incident(ctx, "reward_fn_error", "reward_fn_error", "the reward function raised")
+
+
 def run_finished(ctx: RuleContext) -> Finding | None:
     event = ctx.finished_event
     if event is None:
@@ -448,5 +464,7 @@ RULES = (
     env_errors,
     checkpoint_failure,
     disk_low,
+    inference_crashed,
+    reward_fn_error,
     run_finished,
 )

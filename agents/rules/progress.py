@@ -118,6 +118,11 @@ def reward_constant(ctx: RuleContext) -> Finding | None:
         spreads = [(s, r["reward_max"] - r["reward_min"]) for s, r in rows]
         streak = trailing(spreads, lambda v: v <= eps)
         how = "reward min = max"
+    elif all(math.isfinite(r.get("reward_std", math.nan)) for _, r in rows[-k:]):
+        # TRL `reward_std`, OpenRLHF `rollout/reward_std`: the batch's reward std is 0 only when
+        # every rollout scores the same (findings.md: "reward std ~ 0")
+        streak = trailing([(s, r.get("reward_std", math.nan)) for s, r in rows], lambda v: v <= eps)
+        how = "reward std 0"
     else:
         last = rows[-1][1]["reward"]
         streak = trailing([(s, r["reward"]) for s, r in rows], lambda v: abs(v - last) <= eps)
@@ -284,8 +289,20 @@ def length_explosion(ctx: RuleContext) -> Finding | None:
     """Mean length above 90 % of its cap for k steps: completion tokens against
     max_completion_tokens, sequence length against seq_len (it includes the prompt)."""
     t = ctx.thresholds
+    completion_cap, cap_label = ctx.config.max_completion_tokens, "max_completion_tokens"
+    if not completion_cap:
+        # No config: truncated completions end at the cap, so while some are truncated the longest
+        # completion logged (TRL completions/max_length, verl response_length/max) is the cap.
+        table = ctx.history.orchestrator
+        caps = [
+            r["output_tokens_max"]
+            for r in table.values()
+            if r.get("truncation", 0) > 0 and math.isfinite(r.get("output_tokens_max", math.nan))
+        ]
+        if caps:
+            completion_cap, cap_label = int(max(caps)), "the completion cap (longest truncated completion)"
     for metric, cap, cap_name in (
-        ("output_tokens", ctx.config.max_completion_tokens, "max_completion_tokens"),
+        ("output_tokens", completion_cap, cap_label),
         ("seq_len", ctx.config.seq_len, "seq_len"),
     ):
         if not cap:

@@ -82,6 +82,28 @@ def entropy_collapse(ctx: RuleContext) -> Finding | None:
     confident is not collapsing."""
     t = ctx.thresholds
     early = ctx.early("trainer", "entropy")
+    points = ctx.series("trainer", "entropy")
+    if early is None and points and points[0][0] > t.early_steps and len(points) >= t.sustain_steps:
+        # The history starts late (an excerpt, a run watched from the middle): the early value is
+        # unknown, so findings.md's absolute threshold is the only one that can be judged.
+        def collapsed_abs(v: float) -> bool:
+            return v < t.entropy_collapse_abs
+
+        streak = trailing(points, collapsed_abs)
+        if len(streak) < t.sustain_steps:
+            return None
+        s, v = streak[-1]
+        return finding(
+            id="entropy_collapse",
+            severity=Severity.WARNING,
+            summary=(
+                f"entropy {fmt(v)} at step {s}, below {fmt(t.entropy_collapse_abs)} for {len(streak)} steps "
+                f"(the run's early entropy is not in the history, so only the absolute threshold applies)"
+            ),
+            evidence=points_evidence("entropy", streak),
+            first_step=streak[0][0],
+            last_step=s,
+        )
     if early is None or early <= 0:
         return None
     use_abs = early >= 2 * t.entropy_collapse_abs

@@ -12,6 +12,7 @@ import typer
 from rlagent.commands.common import (
     ApproveOpt,
     ConfigOpt,
+    FrameworkOpt,
     HomeOpt,
     LaunchOpt,
     LlmOpt,
@@ -43,6 +44,7 @@ def check(
     tmux_socket: SocketOpt = None,
     launch_command: LaunchOpt = None,
     llm: LlmOpt = None,
+    framework: FrameworkOpt = None,
     verbose: VerboseOpt = False,
 ) -> None:
     """One check-in now: diagnose the run and append an entry to its STATUS.md."""
@@ -52,7 +54,7 @@ def check(
     from rlagent.graph.runner import DecisionPending
     from rlagent.tools.approval import interactive
 
-    monitor = open_monitor(run_dir, settings, actions=action_config(settings))
+    monitor = open_monitor(run_dir, settings, actions=action_config(settings), framework=framework)
     ask = interactive() and not as_json and settings.approve is ApprovalMode.ASK
     try:
         try:

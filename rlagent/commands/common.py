@@ -23,7 +23,10 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 HEALTH_STYLE = {"Healthy": "bold green", "Degraded": "bold yellow", "Down": "bold red"}
 
-RunDir = Annotated[Path, typer.Argument(help="A prime-rl run directory (either layout), or an output dir holding runs.")]
+RunDir = Annotated[
+    Path,
+    typer.Argument(help="A run directory of prime-rl (either layout, or an output dir holding runs), verl, TRL or OpenRLHF."),
+]
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="TOML settings file (keys as in `rlagent.config.Settings`).")]
 HomeOpt = Annotated[Path | None, typer.Option("--home", help="Where run state is kept [env RLAGENT_HOME].")]
 TzOpt = Annotated[str | None, typer.Option("--log-timezone", help="IANA zone of the run's log times (default: local).")]
@@ -105,12 +108,32 @@ def llm_runtime(settings: Settings):
     return runtime
 
 
-def open_monitor(run_dir: Path, settings: Settings, actions=None):
+FrameworkOpt = Annotated[
+    str | None,
+    typer.Option("--framework", help="prime-rl, verl, trl or openrlhf (default: detected from the run directory)."),
+]
+
+
+def find_run(run_dir: Path, framework: str | None = None):
+    """The run at `run_dir`: of `framework` when given, else of the framework its files show."""
+    from rlagent.tools.adapters import NoFramework, discover
+
+    if framework is not None and framework not in ("prime-rl", "verl", "trl", "openrlhf"):
+        fail(f"--framework must be prime-rl, verl, trl or openrlhf, not {framework!r}")
+    if framework == "prime-rl":
+        return discover_run(run_dir)
+    try:
+        return discover(run_dir, framework)
+    except NoFramework:
+        return discover_run(run_dir)  # prime-rl's own message says what is missing
+
+
+def open_monitor(run_dir: Path, settings: Settings, actions=None, framework: str | None = None):
     """The monitor of the run at `run_dir` (a user error if there is no run or no state store)."""
     from rlagent.graph.runner import Monitor
 
     try:
-        run = discover_run(run_dir)
+        run = find_run(run_dir, framework)
     except RunNotFound as exc:
         fail(str(exc))
     try:

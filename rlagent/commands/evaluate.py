@@ -55,8 +55,14 @@ def evaluate(
     llm: Annotated[
         str, typer.Option("--llm", help="off: rules only (deterministic); claude/auto: also score the Claude path.")
     ] = "off",
+    real: Annotated[
+        bool, typer.Option("--real", help="Score `diagnose` on the real corpus (evals/real: published logs) instead.")
+    ] = False,
 ) -> None:
     """Replay fixtures through the check-in graph and score the diagnoses."""
+    if real:
+        _real(as_json, strict)
+        return
     from rlagent.evals.fixture import FIXTURES, FixtureError, fixture_dirs, load_fixture, resolve
     from rlagent.evals.replay import replay
     from rlagent.evals.scoring import explain, score_fixture, scoreboard
@@ -105,6 +111,92 @@ def evaluate(
             _print_claude(board, claude)
     failed = any(f.must_pass and not f.passed for f in board.fixtures)
     if strict and (errors or failed):
+        raise typer.Exit(1)
+
+
+def _real(as_json: bool, strict: bool) -> None:
+    """The real corpus: verdict accuracy, cases right, per framework and per finding id."""
+    import math
+
+    from rlagent.agents.excerpt import diagnose
+    from rlagent.evals.real import RealCaseError, real_cases, score_real
+
+    try:
+        cases = real_cases()
+    except RealCaseError as exc:
+        err.print(f"[bold red]rlagent: error:[/] {exc}", markup=True)
+        raise typer.Exit(2) from exc
+
+    def judge(case):
+        found = diagnose(case.input_path, case.framework)
+        return found.health.value, {f.id for f in found.findings}
+
+    started = time.perf_counter()
+    board = score_real(cases, judge)
+    wall = time.perf_counter() - started
+    per_id = board.per_id()
+    if as_json:
+        payload = {
+            "cases": len(board.results),
+            "right": sum(r.ok for r in board.results),
+            "accuracy": board.accuracy,
+            "verdict_accuracy": board.verdict_accuracy,
+            "healthy_called_down": [r.case.name for r in board.healthy_called_down],
+            "per_framework": {fw: {"right": ok, "cases": n} for fw, (ok, n) in board.per_framework.items()},
+            "per_id": {
+                k: {m: (None if isinstance(v, float) and math.isnan(v) else v) for m, v in row.items()}
+                for k, row in per_id.items()
+            },
+            "failures": [
+                {
+                    "case": r.case.name,
+                    "label": r.case.label.health.value,
+                    "got": r.health,
+                    "missed": sorted(r.missed),
+                    "forbidden": sorted(r.forbidden),
+                    "error": r.error,
+                }
+                for r in board.results
+                if not r.ok
+            ],
+            "seconds": wall,
+        }
+        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+    else:
+        right = sum(r.ok for r in board.results)
+        out.print(
+            f"real corpus: {right}/{len(board.results)} cases right ({board.accuracy:.1%}), verdict accuracy "
+            f"{board.verdict_accuracy:.1%}, healthy cases called Down: {len(board.healthy_called_down)}, {wall:.1f}s"
+        )
+        by_fw = []
+        for fw, (ok, n) in sorted(board.per_framework.items()):
+            mine = [r for r in board.results if r.case.framework == fw]
+            verdicts = sum(r.health == r.case.label.health.value for r in mine)
+            by_fw.append((fw, f"{ok}/{n}", f"{verdicts}/{n}"))
+        for line in _rows(("framework", "cases right", "verdicts right"), by_fw):
+            out.print(line, markup=False)
+        out.print()
+        rows = [
+            (
+                fid,
+                str(row["expected"]),
+                str(row["reported"]),
+                _num(row["recall"]) if not math.isnan(row["recall"]) else "-",
+                _num(row["precision"]) if not math.isnan(row["precision"]) else "-",
+            )
+            for fid, row in per_id.items()
+        ]
+        for line in _rows(("finding id", "expected", "reported", "recall", "precision"), rows):
+            out.print(line, markup=False)
+        for r in board.results:
+            if not r.ok:
+                out.print(
+                    f"  differs: {r.case.name}: label {r.case.label.health.value}, got {r.health}; missed "
+                    f"{', '.join(sorted(r.missed)) or '-'}; forbidden reported {', '.join(sorted(r.forbidden)) or '-'}"
+                    + (f"; {r.error}" if r.error else ""),
+                    markup=False,
+                )
+    if strict and (board.accuracy < 0.9 or board.healthy_called_down):
         raise typer.Exit(1)
 
 
@@ -182,6 +274,17 @@ def _rows(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
     return ["  ".join(str(v).ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in [header, *rows]]
 
 
+def _framework_of(name: str) -> str:
+    import tomllib
+
+    from rlagent.evals.fixture import CASE, FIXTURES
+
+    try:
+        return str(tomllib.loads((FIXTURES / name / CASE).read_text(encoding="utf-8")).get("framework", "prime-rl"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return "?"
+
+
 def _print(board: Scoreboard, diffs: dict[str, list[str]]) -> None:
     from rlagent.evals.scoring import scoreboard
 
@@ -194,6 +297,15 @@ def _print(board: Scoreboard, diffs: dict[str, list[str]]) -> None:
         rows.append((f.fixture, f.difficulty, health, found or "-", false or "-", f"{f.seconds:.2f}s", verdict))
     header = ("fixture", "tier", "health ok", "expected: first report/due", "false reports", "time", "")
     for line in _rows(header, rows):
+        out.print(line, markup=False)
+    out.print()
+    per: dict[str, list[int]] = {}
+    for f in board.fixtures:
+        fw = _framework_of(f.fixture)
+        per.setdefault(fw, [0, 0])
+        per[fw][0] += f.passed
+        per[fw][1] += 1
+    for line in _rows(("framework", "fixtures passed"), [(fw, f"{ok}/{n}") for fw, (ok, n) in sorted(per.items())]):
         out.print(line, markup=False)
     out.print()
     rows = [

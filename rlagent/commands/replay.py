@@ -45,7 +45,11 @@ def replay(
         return
     case = result.case
     score = score_fixture(result)
-    out.print(f"[bold]{result.fixture}[/]: {case.title} (layout {case.layout.value}, {case.difficulty.value})")
+    out.print(
+        f"[bold]{result.fixture}[/]: {case.title} ("
+        + (f"layout {case.layout.value}" if case.layout else case.framework)
+        + f", {case.difficulty.value})"
+    )
     for c in result.checkins:
         accepted = [h.value for h in case.health_at(c.index)]
         health = c.health or "n/a"

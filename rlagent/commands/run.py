@@ -10,6 +10,7 @@ import typer
 from rlagent.commands.common import (
     ApproveOpt,
     ConfigOpt,
+    FrameworkOpt,
     HomeOpt,
     LaunchOpt,
     LlmOpt,
@@ -42,6 +43,7 @@ def run(
     tmux_socket: SocketOpt = None,
     launch_command: LaunchOpt = None,
     llm: LlmOpt = None,
+    framework: FrameworkOpt = None,
     verbose: VerboseOpt = False,
 ) -> None:
     """Check in at once, then once per cadence, until Ctrl-C (or --max-checks)."""
@@ -65,7 +67,7 @@ def run(
     from rlagent.graph.runner import DecisionPending
     from rlagent.tools.approval import interactive
 
-    monitor = open_monitor(run_dir, settings, actions=action_config(settings))
+    monitor = open_monitor(run_dir, settings, actions=action_config(settings), framework=framework)
     ask = interactive() and settings.approve is ApprovalMode.ASK
     out.print(f"watching {monitor.run.run_dir} every {settings.cadence} (Ctrl-C to stop)")
 

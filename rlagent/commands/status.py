@@ -45,7 +45,11 @@ def status(
         }
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
         return
-    out.print(f"run {monitor.run.run_dir} (layout {monitor.run.layout.value})", markup=False)
+    out.print(
+        f"run {monitor.run.run_dir} ({monitor.run.framework.value}"
+        + (f", layout {monitor.run.layout.value})" if monitor.run.layout else ")"),
+        markup=False,
+    )
     if state is None or state.out.observation is None:
         out.print("no check-in yet")
         return

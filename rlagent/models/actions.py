@@ -241,6 +241,8 @@ class LaunchSource(StrEnum):
     WANDB_ARGS = "wandb_args"
     LAUNCHER_PANE = "launcher_pane"
     SBATCH = "sbatch"
+    LAUNCH_SCRIPT = "launch_script"
+    """The run's own launch script (verl/TRL/OpenRLHF examples pass extra flags on with "$@")."""
 
 
 class LaunchCommand(BaseModel):

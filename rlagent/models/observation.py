@@ -180,6 +180,8 @@ class Observation(BaseModel):
     rollouts: list[Rollout] = Field(default_factory=list)
     rollouts_step: int | None = None
     rollouts_per_step: int | None = None
+    sample_stats: dict[str, float] = Field(default_factory=dict)
+    """Over every sample of `rollouts_step`: `total`, `degenerate`, `identical` (count of the most common)."""
     checkpoints: dict[int, list[str]] = Field(default_factory=dict)
     """Newest checkpoint steps -> parts present (`trainer`, `orchestrator`)."""
     live: LiveProbes = Field(default_factory=LiveProbes)

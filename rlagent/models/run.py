@@ -14,6 +14,15 @@ class Layout(StrEnum):
     L = "L"  # May 2026: configs/*.toml, flat logs/, run_default/rollouts/*/train_rollouts.jsonl
 
 
+class Framework(StrEnum):
+    """The training frameworks rlagent reads (reference/frameworks.md)."""
+
+    PRIME_RL = "prime-rl"
+    VERL = "verl"
+    TRL = "trl"
+    OPENRLHF = "openrlhf"
+
+
 class Health(StrEnum):
     HEALTHY = "Healthy"
     DEGRADED = "Degraded"
@@ -38,9 +47,11 @@ class RunInfo(BaseModel):
 
     run_dir: str
     """Absolute path of the run directory."""
-    layout: Layout
+    layout: Layout | None = None
+    """prime-rl's on-disk layout; None for the other frameworks."""
     name: str
     """Run name: the basename of the run dir (H `run.name`)."""
+    framework: Framework = Framework.PRIME_RL
     picked_from: str | None = None
     """When the user pointed at an output dir holding several runs: that dir (the newest run was taken)."""
 

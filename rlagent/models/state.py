@@ -38,6 +38,7 @@ class RunMemory(BaseModel):
     samples_key: str | None = None
     samples_step: int | None = None
     samples_count: int = 0
+    samples_stats: dict[str, float] = Field(default_factory=dict)
     rollout_stats_step: int = 0
     """Layout L: newest rollouts step whose truncation/error fractions are in the history."""
     processes_seen: list[str] = Field(default_factory=list)

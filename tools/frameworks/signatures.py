@@ -54,10 +54,14 @@ SIGNATURES: tuple[Signature, ...] = (
         "ray",
         "low on memory",
     ),
+    # raylet's memory monitor (src/ray/raylet/node_manager.cc): "N Workers (tasks / actors) killed due to memory pressure (OOM)"
+    _sig("ray_host_oom", "host_oom", r"killed due to memory pressure \(OOM\)", True, "ray", "memory pressure"),
     _sig("ray_job_failed", "run_crashed", r"Job '(?P<job>[^']+)' failed", True, "ray"),
     _sig("ray_job_failed", "run_crashed", r"Job entrypoint command failed with exit code (?P<exitcode>-?\d+)", True, "ray"),
     # Hydra (verl driver)
     _sig("hydra_error", "run_crashed", r"Error executing job with overrides:", True, "hydra"),
+    # hydra/_internal/config_loader_impl.py: a bad override stops the job before it starts
+    _sig("hydra_override", "run_crashed", r"^Could not override '[^']+'\.", True, "hydra", "Could not override"),
     # torch elastic (torchrun / accelerate launch); the root-cause block is parsed by root_cause()
     _sig("child_failed", "run_crashed", r"torch\.distributed\.elastic\.multiprocessing\.errors\.ChildFailedError", True, "torch"),
     _sig("sigkill", "host_oom", r"Signal 9 \(SIGKILL\) received by PID", True, "torch"),
@@ -68,16 +72,36 @@ SIGNATURES: tuple[Signature, ...] = (
     # NCCL (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp)
     _sig("nccl_timeout", "nccl_error", r"Watchdog caught collective operation timeout", True, "torch"),
     _sig("nccl_timeout", "nccl_error", r"Some NCCL operations have failed or timed out", True, "torch"),
+    _sig("nccl_timeout", "nccl_error", r"Process group watchdog thread terminated with exception", True, "torch", "watchdog"),
     _sig("nccl_error", "nccl_error", r"(?:c10::|torch\.distributed\.)DistBackendError", True, "torch", "DistBackendError"),
     _sig("nccl_error", "nccl_error", r"NCCL error|NCCL communicator was aborted", True, "torch"),
     _sig("nccl_error", "nccl_error", r"ncclRemoteError", True, "torch"),
     # vLLM v1 (vllm/v1/engine/exceptions.py)
     _sig("vllm_engine_dead", "inference_crashed", r"EngineDeadError|EngineCore encountered an issue", True, "vllm"),
+    # vllm/worker/worker_base.py (V0 Ray workers) and vllm/v1/engine/core.py: a method of the engine raised
+    _sig(
+        "vllm_worker_error",
+        "inference_crashed",
+        r"Error executing method \w+\. This might cause deadlock in distributed execution",
+        True,
+        "vllm",
+        "Error executing method",
+    ),
+    _sig("vllm_rpc_failed", "inference_crashed", r"Invocation of collective_rpc method failed", True, "vllm", "collective_rpc"),
     # printed at a clean shutdown too: not a finding alone (frameworks.md 4)
     _sig("vllm_engine_proc_died", None, r"Engine core proc \S+ died unexpectedly", False, "vllm"),
     # TRL vLLM server client (trl/generation/vllm_client.py)
     _sig("vllm_server_unreachable", "inference_unreachable", r"The vLLM server can't be reached at", True, "trl"),
     _sig("vllm_server_not_up", None, r"Server is not up yet\. Retrying in", False, "trl"),
+    # OpenRLHF remote reward model client (openrlhf/utils/remote_rm_utils.py) giving up
+    _sig(
+        "openrlhf_remote_rm",
+        "reward_fn_error",
+        r"Request error for \d+ times, returning None",
+        True,
+        "openrlhf",
+        "Request error for",
+    ),
     # DeepSpeed (deepspeed/launcher/launch.py sigkill_handler; deepspeed/runtime/fp16/loss_scaler.py)
     _sig("deepspeed_exit", "run_crashed", r"exits with return code = (?P<exitcode>-?\d+)", True, "deepspeed"),
     _sig("deepspeed_loss_scale", "run_crashed", r"Current loss scale already at minimum - cannot decrease", True, "deepspeed"),

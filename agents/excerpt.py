@@ -1,0 +1,296 @@
+"""`rlagent diagnose`: judge one input (a pasted excerpt, a whole log, a metrics export, a gzipped log,
+stdin) the way findings.md's section on excerpts says, with the same adapters and rules as a check-in.
+
+An excerpt has no processes, no file times and often no step history: `Down` when it ends in a crash or
+fatal signature that nothing after it superseded, `Degraded` for a warning or critical finding on the
+metrics it holds, `Healthy` otherwise; and the result says what could not be judged. Bad input (binary,
+empty, unreadable, a huge single line, a truncated `.wandb` or event file) is one clear note.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import math
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from rlagent.agents.rules import RuleContext, Thresholds, health_of, run_rules
+from rlagent.models.findings import Finding
+from rlagent.models.observation import MetricHistory, Observation
+from rlagent.models.run import Health, RunConfig
+from rlagent.tools.adapters import adapter_for
+from rlagent.tools.adapters.base import FileRead
+from rlagent.tools.adapters.console import ConsoleState, _add_row, analyse
+from rlagent.tools.frameworks import detect, tensorboard, trl, wandb_csv, wandb_offline
+from rlagent.tools.frameworks.lines import decode
+from rlagent.tools.frameworks.records import MetricRow, numeric_values
+
+MAX_INPUT = 32 << 20
+"""Bytes judged at most: of a longer input, the last ones (where a crash is)."""
+MAX_GUNZIP = 256 << 20
+_WANDB_MAGIC = b":W&B"
+_GZIP_MAGIC = b"\x1f\x8b"
+_EXCERPT_LINES = 300
+_DETECT_BYTES = 512 * 1024
+"""Framework detection reads the head and the tail of a long text (step lines start early, crashes end it)."""
+
+
+class DiagnoseError(Exception):
+    """Input that cannot be judged at all: one clear line for the person."""
+
+
+@dataclass
+class Diagnosis:
+    name: str
+    framework: str | None
+    source_kind: str
+    health: Health
+    findings: list[Finding]
+    step: int | None = None
+    steps_seen: int = 0
+    notes: list[str] = field(default_factory=list)
+    cannot_judge: list[str] = field(default_factory=list)
+    checked_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+    def report(self) -> dict:
+        """The JSON report of DESIGN.md plus `framework` and `source_kind`."""
+        return {
+            "run_dir": self.name,
+            "framework": self.framework,
+            "layout": None,
+            "source_kind": self.source_kind,
+            "checked_at": self.checked_at.isoformat().replace("+00:00", "Z"),
+            "step": self.step,
+            "max_steps": None,
+            "health": self.health.value,
+            "findings": [
+                f.model_dump(
+                    mode="json", include={"id", "severity", "category", "summary", "evidence", "first_step", "last_step"}
+                )
+                for f in self.findings
+            ],
+            "proposal": None,
+            "slurm": [],
+            "written": False,
+            "status_entry": "",
+            "notes": self.notes,
+            "cannot_judge": self.cannot_judge,
+        }
+
+
+def read_input(path: str | Path | None, data: bytes | None = None) -> tuple[bytes, str, list[str]]:
+    """(bytes, display name, notes) of a file or of stdin's bytes; DiagnoseError when unreadable."""
+    notes: list[str] = []
+    if data is None:
+        assert path is not None
+        p = Path(path)
+        try:
+            if p.is_dir():
+                raise DiagnoseError(f"{p} is a directory: use `rlagent check {p}` for a run directory")
+            size = p.stat().st_size
+            with open(p, "rb") as handle:
+                if size > MAX_INPUT and not p.name.endswith(".gz"):
+                    handle.seek(size - MAX_INPUT)
+                    notes.append(f"input is {size / 2**20:.0f} MB: the last {MAX_INPUT >> 20} MB were judged")
+                data = handle.read(MAX_INPUT + 1 if p.name.endswith(".gz") else MAX_INPUT)
+        except DiagnoseError:
+            raise
+        except OSError as exc:
+            raise DiagnoseError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+        name = str(path)
+    else:
+        name = "-"
+        if len(data) > MAX_INPUT:
+            notes.append(f"input is {len(data) / 2**20:.0f} MB: the last {MAX_INPUT >> 20} MB were judged")
+            data = data[-MAX_INPUT:]
+    if data.startswith(_GZIP_MAGIC):
+        try:
+            with gzip.GzipFile(fileobj=io.BytesIO(data)) as gz:
+                data = gz.read(MAX_GUNZIP)
+        except (OSError, EOFError) as exc:
+            raise DiagnoseError(f"{name}: a gzip file that cannot be decompressed ({exc})") from exc
+        notes.append("gzipped input, decompressed")
+        if len(data) > MAX_INPUT:
+            data = data[-MAX_INPUT:]
+            notes.append(f"decompressed input over {MAX_INPUT >> 20} MB: the last {MAX_INPUT >> 20} MB were judged")
+    if not data.strip():
+        raise DiagnoseError(f"{name}: empty input, nothing to judge")
+    return data, name, notes
+
+
+def _binary(data: bytes) -> bool:
+    head = data[:65536]
+    return head.count(b"\x00") > len(head) // 100 or (head and sum(b < 9 or 13 < b < 32 for b in head) > len(head) // 10)
+
+
+def _guess_from_keys(keys) -> str | None:
+    keys = [k.split("/", 1)[1] if k.startswith(("train/", "eval/")) else k for k in keys]
+    joined = " ".join(keys)
+    if "critic/score" in joined or "actor/pg_loss" in joined or "response_length/mean" in joined:
+        return "verl"
+    if "frac_reward_zero_std" in joined or "completions/" in joined or "rewards/" in joined or "learning_rate" in keys:
+        return "trl"
+    if "policy_loss" in joined or "actor_grad_norm" in joined or "rollout/reward_mean" in joined:
+        return "openrlhf"
+    if "entropy/all/mean" in joined or "optim/grad_norm" in joined:
+        return "prime-rl"
+    return None
+
+
+def _rows_read(rows: list[MetricRow], framework: str, rel: str) -> FileRead:
+    out = FileRead(rel, None)
+    for row in rows:
+        if row.step is not None:
+            _add_row(out, framework, row, None)
+    return out
+
+
+def _metrics_file(data: bytes, name: str, framework: str | None, notes: list[str]) -> tuple[FileRead, str, str] | None:
+    """(read, framework, source_kind) for a metrics export, or None when `data` is not one."""
+    lower = name.lower()
+    if data.startswith(_WANDB_MAGIC) or lower.endswith(".wandb"):
+        tmp = _spill(data)
+        read = wandb_offline.read_wandb_file(tmp, step_key="train/global_step")
+        notes += read.notes
+        fw = framework or _guess_from_keys({k for r in read.rows for k in r.values}) or "verl"
+        return _rows_read(read.rows, fw, name), fw, "wandb"
+    if "tfevents" in lower:
+        tmp = _spill(data, suffix=".tfevents")
+        read = tensorboard.read_scalars(tmp)
+        notes += read.notes
+        fw = framework or _guess_from_keys({r.tag for r in read.rows}) or "verl"
+        rows = [MetricRow(step=s, values=v) for s, v in tensorboard.by_step(read.rows).items()]
+        return _rows_read(rows, fw, name), fw, "tensorboard"
+    text = decode(data[:MAX_INPUT])
+    stripped = text.lstrip()
+    if stripped.startswith("{") and '"log_history"' in text[:5_000_000]:
+        tmp = _spill(data, suffix=".json")
+        read = trl.read_trainer_state(tmp)
+        notes += read.notes
+        return _rows_read(read.rows, framework or "trl", name), framework or "trl", "trainer_state"
+    first = stripped.split("\n", 1)[0]
+    if first.startswith('{"step"') or first.startswith('{"step":'):
+        rows, bad = [], 0
+        for line in text.splitlines():
+            try:
+                obj = json.loads(line)
+                values = (
+                    obj["data"]
+                    if isinstance(obj.get("data"), dict)
+                    else {k: v for k, v in obj.items() if k not in ("step", "time")}
+                )
+                rows.append(MetricRow(step=int(obj["step"]), values=numeric_values(values)))
+            except (ValueError, KeyError, TypeError, AttributeError):
+                bad += 1
+        if bad:
+            notes.append(f"{bad} line(s) are not metric rows (truncated or not JSON)")
+        fw = framework or _guess_from_keys({k for r in rows for k in r.values}) or "verl"
+        return _rows_read(rows, fw, name), fw, "metrics_jsonl"
+    columns = [c.strip().strip('"') for c in first.split(",")]
+    if len(columns) > 1 and any(col in columns for col in wandb_csv.STEP_COLUMNS):
+        read = wandb_csv.parse_csv(text)
+        notes += read.notes
+        fw = framework or _guess_from_keys({k for r in read.rows for k in r.values}) or "verl"
+        return _rows_read(read.rows, fw, name), fw, "wandb_csv"
+    return None
+
+
+def _spill(data: bytes, suffix: str = "") -> Path:
+    """The framework readers take paths: stdin or a decompressed file goes to a private temp file."""
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(prefix="rlagent-diagnose-", suffix=suffix, delete=False) as handle:
+        handle.write(data)
+    return Path(handle.name)
+
+
+def diagnose(path: str | Path | None, framework: str | None = None, *, data: bytes | None = None) -> Diagnosis:
+    raw, name, notes = read_input(path, data)
+    short = Path(name).name if name != "-" else "stdin"
+    metrics = None
+    if raw.startswith(_WANDB_MAGIC) or "tfevents" in name.lower() or not _binary(raw):
+        metrics = _metrics_file(raw, name, framework, notes)
+    elif not raw.startswith(_WANDB_MAGIC):
+        raise DiagnoseError(
+            f"{name}: a binary file, not a log or a metrics export rlagent knows (W&B CSV, verl JSONL, "
+            "trainer_state.json, TensorBoard event file, .wandb)"
+        )
+    if metrics is not None:
+        read, fw, kind = metrics
+    else:
+        text = decode(raw)
+        detection = detect.detect_text(
+            text if len(text) <= 2 * _DETECT_BYTES else text[:_DETECT_BYTES] + "\n" + text[-_DETECT_BYTES:]
+        )
+        fw = framework or detection.framework
+        if detection.mixed and framework is None:
+            counts = ", ".join(f"{k} {v} line(s)" for k, v in sorted(detection.counts.items()) if v)
+            notes.append(f"lines of more than one framework in one input ({counts}): read as {fw}")
+        if fw is None:
+            notes.append(
+                "no training metrics recognised (no verl, TRL, OpenRLHF or prime-rl step line); "
+                "crash signatures were still looked for"
+            )
+            read = analyse(text, short, "verl", lambda line, state: [], ConsoleState())
+        else:
+            read = adapter_for(fw).read_text(text, short)
+        lines = text.count("\n") + 1
+        kind = "log" if lines > _EXCERPT_LINES and path is not None and name != "-" else "excerpt"
+    return judge(read, fw, kind, short, notes)
+
+
+def judge(read: FileRead, framework: str | None, source_kind: str, name: str, notes: list[str]) -> Diagnosis:
+    history = MetricHistory()
+    for row in read.rows:
+        table = history.table(row.process)  # type: ignore[arg-type]
+        table[row.step] = {**table.get(row.step, {}), **row.values}
+    history.evals = sorted({(e.env, e.step): e for e in read.evals}.values(), key=lambda e: (e.step, e.env))
+    now = datetime.now(UTC)
+    observation = Observation(
+        now=now,
+        offline=True,
+        trainer_step=history.last_step("trainer"),
+        orchestrator_step=history.last_step("orchestrator"),
+        new_events=read.events,
+        notes=notes,
+    )
+    ctx = RuleContext(
+        observation=observation,
+        history=history,
+        events=list(read.events),
+        config=RunConfig(),
+        thresholds=Thresholds(),
+        framework=framework or "prime-rl",
+        now=now,
+    )
+    findings = [f for f in run_rules(ctx) if f.id not in _NEEDS_A_LIVE_RUN]
+    health = health_of(findings, ctx)
+    steps = sorted(set(history.trainer) | set(history.orchestrator))
+    cannot = []
+    if len(steps) < 2:
+        cannot.append("no step history (fewer than 2 steps): trends, plateaus and collapses cannot be judged")
+    elif len(steps) < Thresholds().sustain_steps * 2:
+        cannot.append(f"only {len(steps)} steps: conditions that must be sustained are barely judgeable")
+    cannot.append("no samples: degenerate output and reward hacking cannot be confirmed from completions")
+    cannot.append("no processes and no file times: a stall or a dead process cannot be judged")
+    if not any(math.isfinite(v) for row in history.orchestrator.values() for v in row.values()) and steps:
+        cannot.append("no reward or rollout metrics in the input")
+    return Diagnosis(
+        name=name,
+        framework=framework,
+        source_kind=source_kind,
+        health=health,
+        findings=findings,
+        step=steps[-1] if steps else None,
+        steps_seen=len(steps),
+        notes=notes,
+        cannot_judge=cannot,
+        checked_at=now,
+    )
+
+
+_NEEDS_A_LIVE_RUN = frozenset({"run_stalled", "process_down", "checkpoint_failure", "disk_low"})
+"""Nothing in one input can show these (no clock, no processes, no checkpoint folders)."""

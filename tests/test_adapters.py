@@ -1,0 +1,159 @@
+"""The framework adapters: detection, configs, incremental reading by byte offset, checkpoints, resume
+commands built from the run's own launch script, and live processes tied to the run."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from rlagent.models.run import Framework
+from rlagent.tools.adapters import ADAPTERS, NoFramework, adapter_for, discover
+from rlagent.tools.framework_command import resume_argv
+from rlagent.tools.framework_processes import find_framework_processes
+from rlagent.tools.launch_command import CommandError
+
+FIXTURES = Path(__file__).resolve().parents[1] / "evals" / "fixtures"
+UTC = ZoneInfo("UTC")
+
+
+def test_one_adapter_per_framework():
+    assert [a.framework for a in ADAPTERS] == [Framework.PRIME_RL, Framework.VERL, Framework.TRL, Framework.OPENRLHF]
+
+
+@pytest.mark.parametrize(
+    ("fixture", "framework"),
+    [
+        ("84_verl-healthy", "verl"),
+        ("100_trl-healthy", "trl"),
+        ("116_openrlhf-healthy", "openrlhf"),
+        ("117_openrlhf-healthy-v080", "openrlhf"),
+        ("96_verl-hydra-error", "verl"),
+        ("01_healthy-h", "prime-rl"),
+    ],
+)
+def test_a_run_directory_is_recognised(fixture, framework):
+    matches = sorted(FIXTURES.glob(fixture.split("_")[0] + "_*"))
+    run = discover(matches[0] / "run")
+    assert run.framework.value == framework
+    assert (run.layout is None) == (framework != "prime-rl")
+
+
+def test_a_directory_of_nothing_is_refused(tmp_path):
+    (tmp_path / "notes.txt").write_text("hello\n")
+    with pytest.raises(NoFramework):
+        discover(tmp_path)
+
+
+def test_configs_give_the_settings_rules_need():
+    verl = adapter_for("verl").read_config(FIXTURES / "84_verl-healthy" / "run")
+    assert (verl.max_steps, verl.group_size, verl.max_completion_tokens) == (100, 4, 1024)
+    trl = adapter_for("trl").read_config(FIXTURES / "100_trl-healthy" / "run")
+    assert (trl.max_steps, trl.group_size, trl.max_completion_tokens) == (100, 4, 1024)
+    orl = adapter_for("openrlhf").read_config(FIXTURES / "117_openrlhf-healthy-v080" / "run")
+    assert (orl.group_size, orl.max_completion_tokens) == (4, 1024)  # old flag names
+
+
+def _grow(src: Path, dst: Path, upto: int) -> None:
+    data = src.read_bytes()[:upto]
+    dst.write_bytes(data)
+
+
+@pytest.mark.parametrize("fixture", ["84_verl-healthy", "100_trl-healthy", "116_openrlhf-healthy"])
+def test_console_is_read_from_the_byte_it_stopped_at(tmp_path, fixture):
+    """A log grown between two reads: the second read starts at the first one's offset, only complete
+    lines are taken (a half-written line waits), and the steps of both reads add up to a whole read's."""
+    src_run = FIXTURES / fixture / "run"
+    run_dir = tmp_path / "run"
+    shutil.copytree(src_run, run_dir)
+    adapter = adapter_for(discover(run_dir).framework)
+    info = discover(run_dir)
+    whole = {(r.process, r.step) for f in adapter.read(info, {}, UTC).files if f.rel.endswith(".log") for r in f.rows}
+    log = next(p for p in adapter.console_logs(run_dir) if p.stat().st_size > 10_000)
+    full = log.read_bytes()
+    cut = len(full) // 2 + 17  # mid-line, on purpose
+    log.write_bytes(full[:cut])
+    first = adapter.read(info, {}, UTC)
+    cursors = {f.rel: f.cursor for f in first.files if f.cursor is not None}
+    rel = str(log.relative_to(run_dir))
+    offset = cursors[rel].offset
+    assert offset <= cut and full[offset - 1 : offset] == b"\n"
+    with open(log, "ab") as handle:
+        handle.write(full[cut:])
+    second = adapter.read(info, cursors, UTC)
+    again = next(f for f in second.files if f.rel == rel)
+    complete = full.rfind(b"\n") + 1  # a last line still without its newline (a tqdm bar) waits too
+    assert again.bytes_read == complete - offset and not again.fresh
+    assert again.cursor is not None and again.cursor.offset == complete
+    seen = {(r.process, r.step) for f in (*first.files, *second.files) if f.rel == rel for r in f.rows}
+    assert seen == {x for x in whole}
+
+
+def test_resume_commands_per_framework(tmp_path):
+    verl_run = FIXTURES / "95_verl-actor-died-resumed" / "run"
+    plan = adapter_for("verl").resume_plan(verl_run, ["bash", "run_grpo.sh"])
+    argv = resume_argv(["bash", "run_grpo.sh"], plan)
+    assert argv[:2] == ["bash", "run_grpo.sh"] and plan.step == 40
+    assert "trainer.resume_mode=auto" in argv or any(a.startswith("trainer.resume_from_path=") for a in argv)
+
+    orl_new = adapter_for("openrlhf").resume_plan(
+        FIXTURES / "124_openrlhf-crash-oom-resumed" / "run", ["bash", "train_ppo_ray.sh"]
+    )
+    assert resume_argv(["bash", "train_ppo_ray.sh"], orl_new)[-1] == "--ckpt.load_enable"
+    orl_old = adapter_for("openrlhf").resume_plan(FIXTURES / "117_openrlhf-healthy-v080" / "run", ["bash", "train_ppo_ray.sh"])
+    assert resume_argv(["bash", "train_ppo_ray.sh"], orl_old)[-1] == "--load_checkpoint"
+
+    trl_run = tmp_path / "trl"
+    shutil.copytree(FIXTURES / "112_trl-crash-oom-resumed" / "run", trl_run)
+    plan = adapter_for("trl").resume_plan(trl_run, ["bash", "launch.sh"])
+    argv = resume_argv(["bash", "launch.sh"], plan)
+    assert argv[-2] == "--resume_from_checkpoint" and argv[-1].endswith("checkpoint-40")
+    # a training script that does not pass resume_from_checkpoint on cannot resume: say so, build nothing
+    script = trl_run / "train_grpo.py"
+    script.write_text(script.read_text().replace("trainer.train(resume_from_checkpoint=checkpoint)", "trainer.train()"))
+    plan = adapter_for("trl").resume_plan(trl_run, ["bash", "launch.sh"])
+    assert not plan.possible and "start from scratch" in plan.why
+    with pytest.raises(CommandError):
+        resume_argv(["bash", "launch.sh"], plan)
+
+
+def test_no_checkpoint_means_no_resume(tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(FIXTURES / "96_verl-hydra-error" / "run", run)
+    plan = adapter_for("verl").resume_plan(run, ["bash", "run_grpo.sh"])
+    assert not plan.possible and "scratch" in plan.why
+
+
+def test_live_framework_processes_are_tied_to_their_run(tmp_path):
+    """A simulated live verl run (a real driver and Ray-titled actors): its processes are found and tied
+    to this run directory, and not to another."""
+    run = tmp_path / "verl-run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rlagent", "simulate", "verl-healthy", str(run), "--live", "--speed", "60", "--steps", "40"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        found, how = [], ""
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            found, how = find_framework_processes(str(run), [str(run)], "verl")
+            if {"TaskRunner", "WorkerDict"} <= {p.role for p in found}:
+                break
+            time.sleep(0.5)
+        roles = {p.role for p in found}
+        assert {"TaskRunner", "WorkerDict"} <= roles, (roles, how)
+        assert how.startswith("matched by ")
+        other, why = find_framework_processes(str(tmp_path / "elsewhere"), [str(tmp_path / "elsewhere")], "verl")
+        assert other == [] and "none tied to this run" in why
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()

@@ -1,0 +1,142 @@
+"""`rlagent diagnose`: excerpts, whole logs, metrics exports, gzip and stdin of every framework, and
+bad input as one clear line (never a traceback, never a hang)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rlagent.agents.excerpt import DiagnoseError, diagnose
+
+FIXTURES = Path(__file__).resolve().parents[1] / "evals" / "fixtures"
+REAL = Path(__file__).resolve().parents[1] / "evals" / "real"
+RLAGENT = [sys.executable, "-m", "rlagent"]
+
+
+def cli(*args: str, stdin: bytes | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([*RLAGENT, "diagnose", *args], input=stdin, capture_output=True, timeout=timeout)
+
+
+def test_a_verl_console_log_is_read_with_its_framework_and_steps():
+    d = diagnose(FIXTURES / "87_verl-entropy-collapse" / "run" / "verl_demo.log")
+    assert d.framework == "verl" and d.source_kind in ("log", "excerpt")
+    assert d.step is not None and d.step >= 30
+    assert "entropy_collapse" in {f.id for f in d.findings}
+    assert d.health.value == "Degraded"
+
+
+def test_json_report_carries_framework_and_source_kind():
+    done = cli(str(REAL / "trl-grpo-nccl-watchdog-openr1-620" / "input.log"), "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["framework"] is None or report["framework"] in ("trl", "verl", "openrlhf", "prime-rl")
+    assert report["source_kind"] == "excerpt"
+    assert report["health"] == "Down"
+    assert "nccl_error" in {f["id"] for f in report["findings"]}
+    assert {"run_dir", "checked_at", "step", "max_steps", "findings", "proposal", "slurm", "written", "status_entry"} <= set(
+        report
+    )
+
+
+def test_stdin_and_gzip_give_the_same_verdict_as_the_file(tmp_path):
+    source = REAL / "verl-reward-fn-notimplemented-datasource-5558" / "input.log"
+    data = source.read_bytes()
+    packed = tmp_path / "log.gz"
+    packed.write_bytes(gzip.compress(data))
+    expected = diagnose(source, "verl")
+    for result in (diagnose(packed, "verl"), diagnose(None, "verl", data=data)):
+        assert result.health == expected.health
+        assert {f.id for f in result.findings} == {f.id for f in expected.findings}
+    assert "gzipped input, decompressed" in diagnose(packed, "verl").notes
+
+
+def test_metrics_exports_are_recognised(tmp_path):
+    state = REAL / "trl-grpo-state-truncation-chaos-economy" / "input.json"
+    d = diagnose(state)
+    assert d.source_kind == "trainer_state" and d.framework == "trl" and d.steps_seen > 10
+    rows = tmp_path / "exp.jsonl"
+    src = FIXTURES / "89_verl-nan" / "run" / "verl_grpo_example_gsm8k" / "qwen2_5_0_5b_instruct_function_rm.jsonl"
+    rows.write_bytes(src.read_bytes())
+    d = diagnose(rows)
+    assert d.source_kind == "metrics_jsonl" and d.framework == "verl"
+    assert "nan_detected" in {f.id for f in d.findings}
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "empty input"),
+        (bytes(range(256)) * 64, "a binary file"),
+        (b"\x1f\x8b\x08\x00garbage", "cannot be decompressed"),
+    ],
+)
+def test_bad_input_is_one_clear_line(tmp_path, content, message):
+    path = tmp_path / "input.log"
+    path.write_bytes(content)
+    done = cli(str(path))
+    assert done.returncode == 2
+    assert message in done.stderr.decode() and "Traceback" not in done.stderr.decode()
+    assert len(done.stderr.decode().strip().splitlines()) == 1
+
+
+def test_an_unreadable_file_and_a_missing_one_are_one_line(tmp_path):
+    path = tmp_path / "secret.log"
+    path.write_text("step:1 - actor/entropy:0.5\n")
+    path.chmod(0)
+    try:
+        if os.access(path, os.R_OK):
+            pytest.skip("running as root: file modes do not stop reads")
+        done = cli(str(path))
+        assert done.returncode == 2 and "cannot read" in done.stderr.decode()
+    finally:
+        path.chmod(0o600)
+    done = cli(str(tmp_path / "nope.log"))
+    assert done.returncode == 2 and "cannot read" in done.stderr.decode()
+
+
+def test_text_without_a_framework_still_has_its_crash_found():
+    d = diagnose(None, data=b"starting my job\nsomething\nRuntimeError: CUDA error: out of memory\n")
+    assert d.framework is None
+    assert any("no training metrics recognised" in n for n in d.notes)
+    assert "cuda_oom" in {f.id for f in d.findings} and d.health.value == "Down"
+
+
+def test_two_frameworks_in_one_input_are_said(tmp_path):
+    verl = (FIXTURES / "84_verl-healthy" / "run" / "verl_demo.log").read_bytes()[:200_000]
+    trl = (FIXTURES / "100_trl-healthy" / "run" / "train.log").read_bytes()[:200_000]
+    d = diagnose(None, data=verl + b"\n" + trl)
+    assert any("more than one framework" in n for n in d.notes)
+
+
+def test_a_100_mb_single_line_does_not_hang(tmp_path):
+    path = tmp_path / "one.log"
+    with open(path, "wb") as handle:
+        handle.write(b"x" * (100 << 20))
+    started = time.perf_counter()
+    done = cli(str(path), timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "the last 32 MB were judged" in done.stdout.decode()
+    assert time.perf_counter() - started < 60
+
+
+def test_a_10_mb_log_is_judged_quickly(tmp_path):
+    """CPU time, not wall time: the CI host is shared. The figure is in the README."""
+    src = (FIXTURES / "95_verl-actor-died-resumed" / "run" / "verl_demo.log").read_bytes()
+    path = tmp_path / "big.log"
+    path.write_bytes((src * (10 * 2**20 // len(src) + 1))[: 10 * 2**20])
+    started = time.process_time()
+    d = diagnose(path)
+    assert d.framework == "verl" and d.step == 40
+    assert time.process_time() - started < 4.0
+
+
+def test_a_directory_is_pointed_at_check():
+    with pytest.raises(DiagnoseError, match="rlagent check"):
+        diagnose(FIXTURES / "84_verl-healthy" / "run")

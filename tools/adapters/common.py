@@ -1,0 +1,259 @@
+"""What the verl, TRL and OpenRLHF adapters share: finding a run's console logs and launch script,
+reading them from their cursors, YAML configs, samples into `Rollout`s, launch-script resume plans."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from collections.abc import Iterable
+from datetime import tzinfo
+from pathlib import Path
+from typing import Any
+
+from rlagent.models.observation import FileCursor, Rollout
+from rlagent.models.run import Framework, RunConfig, RunInfo
+from rlagent.tools.adapters.base import FileRead, ResumePlan, RunRead, Samples
+from rlagent.tools.adapters.console import ConsoleState, analyse, read_console
+from rlagent.tools.frameworks.detect import detect_dir
+from rlagent.tools.frameworks.lines import LogLine
+from rlagent.tools.rollouts import pick_telling
+
+LOG_SUFFIXES = (".log", ".out", ".err", ".txt")
+_SKIP_DIRS = {"checkpoints", "ckpt", "wandb", "tensorboard_log", "runs", ".hydra", "completions", "rollouts", "__pycache__"}
+MAX_LOGS = 20
+_DEGENERATE_CHARS = 2000
+
+
+def walk_files(root: Path, suffixes: tuple[str, ...], depth: int = 3, limit: int = 200) -> list[Path]:
+    """Files under `root` with one of `suffixes`, at most `depth` folders down, skipping checkpoint and
+    tracker folders (bounded: a huge tree must not hang a check-in)."""
+    found: list[Path] = []
+    base = len(root.parts)
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        dirnames[:] = sorted(
+            d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("global_step") and not d.startswith("checkpoint-")
+        )
+        if len(here.parts) - base >= depth:
+            dirnames[:] = []
+        found.extend(here / name for name in sorted(filenames) if name.endswith(suffixes))
+        if len(found) >= limit:
+            break
+    return found[:limit]
+
+
+def load_yaml(path: Path, problems: list[str], rel: str) -> dict[str, Any]:
+    import yaml
+
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, yaml.YAMLError) as exc:
+        problems.append(f"{rel}: unreadable YAML ({str(exc).splitlines()[0][:120]})")
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def dotted(doc: Any, path: str) -> Any:
+    for part in path.split("."):
+        if not isinstance(doc, dict) or part not in doc:
+            return None
+        doc = doc[part]
+    return doc
+
+
+def as_int(value: Any) -> int | None:
+    try:
+        return int(value) if value is not None and not isinstance(value, bool) else None
+    except (TypeError, ValueError):
+        return None
+
+
+def script_words(path: Path) -> list[str]:
+    """The words of a launch script's command (line continuations joined, comments and `| tee` dropped)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    text = re.sub(r"\\\n", " ", text)
+    words: list[str] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or line.startswith("set "):
+            continue
+        try:
+            parts = shlex.split(line, comments=True)
+        except ValueError:
+            continue
+        for index, part in enumerate(parts):
+            if part in ("|", "2>&1", "&&", ";") or part.startswith(("2>", ">")):
+                parts = parts[:index]
+                break
+        words.extend(parts)
+    return words
+
+
+def flag(words: list[str], *names: str) -> str | None:
+    """The value of `--name value` or `--name=value` (Hydra `key=value` too)."""
+    for index, word in enumerate(words):
+        for name in names:
+            if word == name and index + 1 < len(words):
+                return words[index + 1]
+            if word.startswith(name + "="):
+                return word.split("=", 1)[1]
+    return None
+
+
+_ITEM = re.compile(r"'([^'\\]*)': ('[^'\\]*'|[^,{}\[\]()']+)(?=, '|\}$)")
+_WHOLE = re.compile(r"\{(?:'[^'\\]*': (?:'[^'\\]*'|[^,{}\[\]()']+)(?:, (?=')|\}$))+")
+_FLOATISH = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf"), "True": 1.0, "False": 0.0}
+
+
+def fast_dict(text: str) -> dict[str, float | None] | None:
+    """A flat Python dict repr of numbers, `.4g` strings, nan/inf/None (Trainer and OpenRLHF log lines)
+    without `ast.literal_eval`: None when the text is anything else (the caller then falls back)."""
+    body = text.strip()
+    if not (body.startswith("{'") and body.endswith("}")):
+        return None
+    if not _WHOLE.fullmatch(body):
+        return None
+    items = _ITEM.findall(body)
+    out: dict[str, float | None] = {}
+    for key, raw in items:
+        raw = raw.strip()
+        if raw.startswith("'"):
+            raw = raw[1:-1]
+        if raw == "None":
+            out[key] = None
+            continue
+        try:
+            out[key] = _FLOATISH[raw] if raw in _FLOATISH else float(raw)
+        except ValueError:
+            continue
+    return out
+
+
+def degenerate(text: str) -> bool:
+    """A completion that is empty, or one character/token repeated (`!!!!`, `<unk><unk>`)."""
+    body = text.strip()
+    if not body:
+        return True
+    sample = body[:_DEGENERATE_CHARS]
+    if len(sample) >= 8 and len(set(sample)) <= 2:
+        return True
+    tokens = sample.split()
+    return len(tokens) >= 8 and len(set(tokens)) == 1
+
+
+class ConsoleAdapter:
+    """Base of the console-log frameworks: subclasses say how to find their files and parse rows."""
+
+    framework: Framework = Framework.VERL
+    launch_markers: tuple[str, ...] = ()
+    """Strings in a launch script that say it launches this framework."""
+
+    # --- recognising ------------------------------------------------------------------------
+    def recognise(self, path: Path) -> int:
+        detection = detect_dir(path)
+        return detection.counts.get(self.framework.value, 0)
+
+    def discover(self, path: Path) -> RunInfo:
+        return RunInfo(run_dir=str(path), framework=self.framework, name=path.name)
+
+    # --- hooks ----------------------------------------------------------------------------
+    def parse_rows(self, line: LogLine, state: ConsoleState | None = None):  # pragma: no cover - every subclass has its own
+        raise NotImplementedError
+
+    def console_state(self, run_dir: Path | None, config: RunConfig | None) -> ConsoleState:
+        return ConsoleState()
+
+    def extra_sources(
+        self, run_dir: Path, config: RunConfig, cursors: dict[str, FileCursor], keep_per_kind: int
+    ) -> list[FileRead]:
+        return []
+
+    # --- reading ---------------------------------------------------------------------------
+    def console_logs(self, run_dir: Path) -> list[Path]:
+        return [p for p in walk_files(run_dir, LOG_SUFFIXES) if p.is_file()][:MAX_LOGS]
+
+    def launch_script(self, run_dir: Path) -> Path | None:
+        for path in sorted(run_dir.glob("*.sh")):
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            if any(marker in text for marker in self.launch_markers):
+                return path
+        return None
+
+    def read(self, run: RunInfo, cursors: dict[str, FileCursor], tz: tzinfo, *, keep_per_kind: int = 50) -> RunRead:
+        run_dir = Path(run.run_dir)
+        config = self.read_config(run_dir)
+        out = RunRead()
+        for path in self.console_logs(run_dir):
+            rel = str(path.relative_to(run_dir))
+            state = self.console_state(run_dir, config)
+            out.files.append(
+                read_console(
+                    path, rel, cursors.get(rel), self.framework.value, self.parse_rows, state, keep_per_kind=keep_per_kind
+                )
+            )
+        out.files.extend(self.extra_sources(run_dir, config, cursors, keep_per_kind))
+        return out
+
+    def read_text(self, text: str, rel: str) -> FileRead:
+        return analyse(text, rel, self.framework.value, self.parse_rows, self.console_state(None, None))
+
+    def read_config(self, run_dir: Path) -> RunConfig:  # pragma: no cover - every subclass has its own
+        raise NotImplementedError
+
+    def samples(self, run_dir: Path, known_key: str | None) -> Samples | None:
+        return Samples(key=None, notes=[])
+
+    def checkpoints(self, run_dir: Path) -> dict[int, list[str]]:
+        return {}
+
+    def newest_checkpoint(self, run_dir: Path) -> int | None:
+        complete = [step for step, parts in self.checkpoints(run_dir).items() if "incomplete" not in parts]
+        return max(complete) if complete else None
+
+    # --- resuming --------------------------------------------------------------------------
+    def resume_flags(self, run_dir: Path, step: int, words: list[str]) -> ResumePlan:  # pragma: no cover
+        raise NotImplementedError
+
+    def resume_plan(self, run_dir: Path, launch_argv: list[str]) -> ResumePlan:
+        step = self.newest_checkpoint(run_dir)
+        if step is None:
+            return ResumePlan(
+                False, why=f"no complete {self.framework.value} checkpoint under {run_dir}: a relaunch would start from scratch"
+            )
+        words = list(launch_argv)
+        script = self.launch_script(run_dir)
+        if script is not None and words and Path(words[-1]).name == script.name:
+            words = script_words(script)  # flags are passed on by the script's "$@"
+        return self.resume_flags(run_dir, step, words)
+
+    def process_markers(self, run: RunInfo) -> list[str]:
+        return [run.run_dir]
+
+
+def rollouts_from(samples: Iterable[tuple[int | None, str, float | None, dict]], step: int | None) -> list[Rollout]:
+    out = []
+    for sample_step, completion, reward, extra in samples:
+        out.append(
+            Rollout(
+                why="sample",
+                step=sample_step if sample_step is not None else (step or 0),
+                reward=reward,
+                truncated=bool(extra.get("truncated", False)),
+                completion=completion[:4000],
+            )
+        )
+    return out
+
+
+def telling(rollouts: list[Rollout]) -> list[Rollout]:
+    """The telling few (best, worst, truncated, errored), plus degenerate ones marked as such."""
+    chosen = pick_telling(rollouts) if rollouts else []
+    bad = [r.model_copy(update={"why": "degenerate"}) for r in rollouts if degenerate(r.completion)]
+    return (chosen + bad[:2])[:8]

@@ -1,0 +1,429 @@
+"""Console logs of verl, TRL and OpenRLHF (and prime-rl excerpts): metric rows, crash and warning
+signatures, tracebacks, resume lines and WARNING/ERROR groups, read from a byte offset.
+
+The framework parsers (tools/frameworks) recognise one line each; this module walks the new lines of
+a file once, numbers TRL's step-less rows, files signatures under the event kinds the rules judge, and
+keeps the cursor (offset, lines, newest step) so the next check-in starts where this one stopped.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections import defaultdict, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from rlagent.models.observation import EvalPoint, FileCursor, LogEvent, WarningGroup
+from rlagent.tools.adapters.base import FileRead, StepRow
+from rlagent.tools.frameworks import signatures
+from rlagent.tools.frameworks.lines import LogLine, decode, iter_lines
+from rlagent.tools.frameworks.records import MetricRow
+from rlagent.tools.frameworks.vocabulary import mapping
+from rlagent.tools.metric_names import canonical_split
+from rlagent.tools.patterns import message_template
+from rlagent.tools.tail import plan_read
+from rlagent.tools.untrusted import strip_controls as sanitize_line
+
+MAX_READ = 64 << 20
+"""Bytes read from one file in one check-in (the rest waits for the next)."""
+MAX_LINE = 1 << 20
+"""A longer `\\n` line is cut to this many characters before parsing (a 100 MB line must not hang)."""
+
+# signature finding -> event kind the rules read (tools/patterns.py kinds where prime-rl has one)
+KIND_OF_FINDING = {
+    "run_crashed": "crash",
+    "host_oom": "host_oom",
+    "cuda_oom": "cuda_oom",
+    "nccl_error": "nccl",
+    "inference_crashed": "inference_crashed",
+    "inference_unreachable": "inference_abort",
+    "reward_fn_error": "reward_fn_error",
+    "run_finished": "finished",
+    "nan_detected": "nonfinite_dropped",
+}
+_RESUMED = re.compile(
+    r"Resuming from .*global_step_(\d+)|Load from checkpoint folder: .*global_step_(\d+)|"
+    r"Loaded checkpoint from \S*global_step(\d+)|Continuing training from checkpoint, will skip to saved global_step"
+)
+# a new launch in the same console file (torchrun / accelerate banner, Ray start-up)
+_LAUNCH_BANNER = re.compile(r"Setting OMP_NUM_THREADS environment variable for each process|Started a local Ray instance")
+_LEVEL = re.compile(r"^(?:\[rank\d+\]:\s*)?(?:(?P<word>WARNING|ERROR|CRITICAL)\b|\[?(?P<glog>[WE])\d{4} \d\d:\d\d:\d\d)")
+_TRACEBACK = "Traceback (most recent call last):"
+# A traceback frame. A published excerpt is often cut inside a traceback, above its header: its first
+# frame then stands for the header (findings.md, excerpts: "lines cut mid-way").
+_FRAME = re.compile(r'^\s*(?:\[rank\d+\]:\s*)?File "[^"]+", line \d+, in ')
+_EXCEPTION = re.compile(
+    r"^\s*(?:\[rank\d+\]:\s*)?([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Failure)\b(?:\([\w.]+\))?(?::.*)?)$"
+)
+_TRACEBACK_LINES = 200
+
+
+RowParser = Callable[[LogLine, "ConsoleState"], list[MetricRow]]
+
+
+@dataclass
+class ConsoleState:
+    """What a read needs to know of the file before its new bytes."""
+
+    step: int | None = None
+    """Newest step seen in the file."""
+    logging_steps: int | None = None
+    """TRL: the console has no step; rows are numbered every `logging_steps` from `step`."""
+    resume_base: Callable[[int | None], int] | None = None
+    """TRL: the step a relaunch resumes from (the newest checkpoint at or before the last step)."""
+    memo: dict = field(default_factory=dict)
+    """A parser's own state within one read (e.g. the last tqdm postfix seen)."""
+
+
+@dataclass
+class _Acc:
+    rel: str
+    keep_per_kind: int
+    kept: dict[str, deque] = field(default_factory=dict)
+    counts: dict[str, dict[int, int]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(int)))
+    groups: dict[str, list] = field(default_factory=dict)
+
+    def event(self, kind: str, line: int, level: str, message: str, step: int | None, detail: str = "", numbers=()) -> None:
+        bucket = self.kept.setdefault(kind, deque(maxlen=self.keep_per_kind))
+        bucket.append(
+            LogEvent(
+                file=self.rel,
+                line=line,
+                level=level,
+                message=sanitize_line(message)[:500],
+                detail=detail[-2000:],
+                kind=kind,
+                step=step,
+                numbers=list(numbers),
+            )
+        )
+        if step is not None:
+            self.counts[kind][step] += 1
+
+    def group(self, level: str, line: int, message: str, step: int | None) -> None:
+        text = sanitize_line(message)[:500]
+        template = message_template(text)
+        event = LogEvent(file=self.rel, line=line, level=level, message=text, step=step)
+        known = self.groups.get(template)
+        if known is None:
+            self.groups[template] = [level, 1, event, event]
+        else:
+            known[1] += 1
+            known[3] = event
+
+
+def analyse(
+    text: str,
+    rel: str,
+    framework: str,
+    parse_rows: RowParser,
+    state: ConsoleState,
+    *,
+    first_lineno: int = 1,
+    keep_per_kind: int = 50,
+    when: datetime | None = None,
+) -> FileRead:
+    """Everything a console text says, as a FileRead (cursor not set). `state.step` moves on."""
+    out = FileRead(rel=rel, cursor=None)
+    lines = _lines(text, first_lineno)
+    acc = _Acc(rel, keep_per_kind)
+    saw_steps = state.step is not None
+    step_at: dict[int, int | None] = {}
+    in_traceback = -(10**9)
+    metric_lines: set[int] = set()
+    for index, line in enumerate(lines):
+        body = line.text
+        if ("OMP_NUM_THREADS" in body or "Ray instance" in body) and saw_steps and _LAUNCH_BANNER.search(body):
+            if state.resume_base is not None:
+                state.step = state.resume_base(state.step)
+            acc.event("resumed", line.lineno, "INFO", body, state.step)
+        elif ("esum" in body or "heckpoint" in body) and (m := _RESUMED.search(body)) is not None:
+            numbers = [float(g) for g in m.groups() if g is not None]
+            if numbers and framework != "trl":
+                state.step = int(numbers[0])
+            acc.event("resumed", line.lineno, "INFO", body, state.step, numbers=numbers)
+        for row in parse_rows(line, state):
+            if row.step is None:
+                if row.kind == "train":
+                    every = state.logging_steps or 1
+                    row.step = ((state.step or 0) // every + 1) * every
+                else:
+                    row.step = state.step
+            if row.step is None:
+                continue
+            if row.kind == "train":
+                state.step = row.step
+                saw_steps = True
+            _add_row(out, framework, row, when)
+            if row.kind != "summary":
+                metric_lines.add(index)
+        step_at[index] = state.step
+        if index and "(" in lines[index - 1].text and _REWARD_CALL.search(lines[index - 1].text) and _EXCEPTION.match(body):
+            acc.event("reward_fn_error", line.lineno, "ERROR", body.strip(), state.step)
+            if body.lstrip().startswith("[rank"):  # a rank's uncaught exception, as torchrun prints it
+                acc.event("crash", line.lineno, "ERROR", body.strip(), state.step)
+        level = _LEVEL.match(body)
+        if level is not None:
+            name = level.group("word") or ("WARNING" if level.group("glog") == "W" else "ERROR")
+            acc.group(name, line.lineno, body, state.step)
+        if _TRACEBACK in body:
+            detail = _traceback_detail(lines, index)
+            acc.event("traceback", line.lineno, "ERROR", body.strip(), state.step, detail="\n".join(detail))
+            in_traceback = index
+        elif index - in_traceback > _TRACEBACK_LINES and "File " in body and _FRAME.match(body):
+            detail = _traceback_detail(lines, index - 1)
+            acc.event(
+                "traceback",
+                line.lineno,
+                "ERROR",
+                "(traceback, its header above the excerpt) " + body.strip(),
+                state.step,
+                detail="\n".join(detail),
+            )
+            in_traceback = index
+    for match in signatures.scan(_candidates(lines, metric_lines)):
+        kind = KIND_OF_FINDING.get(match.finding or "")
+        if kind is None:
+            continue
+        index = _index_of(lines, match.lineno)
+        step = step_at.get(index, state.step)
+        numbers = [float(match.details["exitcode"])] if match.details.get("exitcode", "").lstrip("-").isdigit() else []
+        message = match.text
+        if match.details.get("rank"):
+            message += f" (root cause: rank {match.details['rank']}, exit code {match.details.get('exitcode', '?')})"
+        acc.event(kind, match.lineno, "ERROR", message, step, numbers=numbers)
+        if match.fatal and kind not in ("crash", "finished"):
+            acc.event("crash", match.lineno, "ERROR", message, step, numbers=numbers)
+    _cut_in_reward_code(lines, acc, state.step)
+    out.events = sorted((e for bucket in acc.kept.values() for e in bucket), key=lambda e: (e.line, e.kind or ""))
+    out.counts = {kind: dict(c) for kind, c in acc.counts.items()}
+    out.groups = {
+        template: WarningGroup(template=template, level=level, count=count, first=first, last=last)
+        for template, (level, count, first, last) in acc.groups.items()
+    }
+    return out
+
+
+# A timestamp a launcher or `ts` put in front of every line: `[2026-03-11 17:47:54] `.
+_STAMP = re.compile(r"^\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\] ?")
+# The call of a reward function in the frame above an exception (TRL `_calculate_rewards`: `reward_func(`;
+# verl reward managers: `compute_score(`).
+_REWARD_CALL = re.compile(r"\b(?:reward_func|compute_score|reward_fn)\(")
+
+
+_REWARD_FRAME = re.compile(r'File "[^"]*(?:/reward_score/|/reward_manager/|/reward_loop/|/[^/"]*reward[^/"]*\.py")')
+_CODE_OR_FRAME = re.compile(r'^\s+|^\s*(?:\[rank\d+\]:\s*)?File "')
+
+
+def _cut_in_reward_code(lines: list[LogLine], acc: _Acc, step: int | None) -> None:
+    """A text that ends inside a traceback (an excerpt cut before its exception line) whose frames
+    pass through reward code (verl reward_score / reward_manager / a custom `*reward*.py`, TRL reward
+    functions): the exception was raised in the reward function."""
+    tail = [ln for ln in lines[-_TRACEBACK_LINES:] if ln.text.strip()]
+    if not tail or not _CODE_OR_FRAME.match(tail[-1].text) or _EXCEPTION.match(tail[-1].text.strip()):
+        return
+    block = []
+    for line in reversed(tail):
+        if not _CODE_OR_FRAME.match(line.text):
+            break
+        block.append(line)
+    frames = [ln for ln in reversed(block) if _REWARD_FRAME.search(ln.text)]
+    if frames:
+        acc.event(
+            "reward_fn_error", frames[-1].lineno, "ERROR", "(traceback cut in reward code) " + frames[-1].text.strip(), step
+        )
+
+
+# Lines a signature, a traceback or a ChildFailedError root-cause block can be on (signatures.scan runs
+# ~40 patterns per line; most lines of a long log are step lines and progress bars that none can match).
+_SIGNAL = re.compile(
+    r"rror|xception|File \"|Traceback|Root Cause|^\s*(?:time|host|rank|exitcode|error_file|traceback)\s*:|=====|[Kk]illed|OOM|"
+    r"out of memory|low on memory|memory pressure|NCCL|nccl|[Ww]atchdog|failed|finished|Final validation|train_runtime|"
+    r"Request error|Could not override|Overflow|loss scale|return code|Signal 9|Engine|collective_rpc|Dropping|"
+    r"Server is not up|can't be reached|reward_func|compute_score"
+)
+
+
+def _candidates(lines: list[LogLine], metric_lines: set[int]) -> list[LogLine]:
+    """Lines worth matching signatures on: not a metric line, and holding one of their words."""
+    out = []
+    after_frame = False
+    for i, line in enumerate(lines):
+        keep = i not in metric_lines and (after_frame or _SIGNAL.search(line.text) is not None)
+        if keep:
+            out.append(line)
+        after_frame = keep and 'File "' in line.text  # the code line under a frame keeps the traceback's shape
+    return out
+
+
+def _lines(text: str, first_lineno: int) -> list[LogLine]:
+    """Cleaned, non-blank segments (lines.iter_lines), each physical line cut to MAX_LINE first so that
+    one 100 MB line costs no more than a long one."""
+    out: list[LogLine] = []
+    for offset, physical in enumerate(text.split("\n")):
+        if len(physical) > MAX_LINE:
+            physical = physical[:MAX_LINE]
+        if not physical.strip():
+            continue
+        if "\x1b" not in physical and "(" not in physical[:1] and "[repeated" not in physical:
+            for segment in physical.split("\r") if "\r" in physical else (physical,):
+                if segment.strip():
+                    out.append(_plain(LogLine(first_lineno + offset, segment.rstrip(), None)))
+            continue
+        for line in iter_lines(physical, first_lineno + offset):
+            out.append(_plain(line))
+    return out
+
+
+def _plain(line: LogLine) -> LogLine:
+    text = line.text if len(line.text) <= MAX_LINE else line.text[:MAX_LINE]
+    if text.startswith("[") and (m := _STAMP.match(text)) is not None:
+        text = text[m.end() :]
+    return line if text is line.text else LogLine(line.lineno, text, line.actor)
+
+
+def _index_of(lines: list[LogLine], lineno: int) -> int:
+    lo, hi = 0, len(lines)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if lines[mid].lineno < lineno:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def _traceback_detail(lines: list[LogLine], index: int) -> list[str]:
+    """The lines of a traceback below its head, up to and including the exception line."""
+    detail = []
+    for line in lines[index + 1 : index + 1 + _TRACEBACK_LINES]:
+        detail.append(sanitize_line(line.text)[:300])
+        if _EXCEPTION.match(line.text) and not line.text.startswith((" ", "\t")):
+            break
+    return detail
+
+
+@functools.lru_cache(maxsize=256)
+def _mapping(framework: str, keys: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    return tuple(mapping(framework, keys).items())
+
+
+def _normalise(framework: str, raw: dict[str, float]) -> dict[str, float]:
+    """vocabulary.normalise, with the name mapping cached per key set (every row of a log has the same keys)."""
+    out: dict[str, float] = {}
+    for name, key in _mapping(framework, tuple(raw)):
+        value = raw[key]
+        if isinstance(value, bool | int | float):
+            out[name] = float(value)
+        elif value is None:
+            out[name] = math.nan
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _plan(framework: str, keys: tuple[str, ...]) -> tuple[tuple[str, str, str, bool], ...]:
+    """(raw key, table, canonical name, 1 - value?) for one key set: where each raw value goes."""
+    plan = []
+    for name, key in _mapping(framework, keys):
+        trainer, orchestrator, evals = canonical_split({name: 0.0})
+        for table, found in (("trainer", trainer), ("orchestrator", orchestrator), ("evals", evals)):
+            for canonical, value in found.items():
+                plan.append((key, table, canonical, value == 1.0 and name == "zero_std_frac"))
+    return tuple(plan)
+
+
+def _split(framework: str, raw: dict) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+    out: dict[str, dict[str, float]] = {"trainer": {}, "orchestrator": {}, "evals": {}}
+    for key, table, canonical, complement in _plan(framework, tuple(raw)):
+        value = raw[key]
+        if value is None:
+            number = math.nan
+        elif isinstance(value, bool | int | float):
+            number = float(value)
+        else:
+            continue
+        target = out[table]
+        if complement:
+            target.setdefault(canonical, 1.0 - number)
+        else:
+            target[canonical] = number
+    return out["trainer"], out["orchestrator"], out["evals"]
+
+
+def _add_row(out: FileRead, framework: str, row: MetricRow, when: datetime | None) -> None:
+    if row.kind.startswith("prime-rl:"):  # prime-rl step lines are parsed into canonical names already
+        process = row.kind.split(":", 1)[1]
+        trainer, orchestrator, evals = (row.values, {}, {}) if process == "trainer" else ({}, row.values, {})
+        row = MetricRow(step=row.step, values=row.values, lineno=row.lineno, kind="train", time=row.time)
+    else:
+        trainer, orchestrator, evals = _split(framework, row.values)
+    if row.kind == "val" or row.kind == "summary":
+        trainer, orchestrator = {}, {}
+    assert row.step is not None
+    stamp = datetime.fromtimestamp(row.time, UTC) if row.time is not None else when
+    if trainer:
+        out.rows.append(StepRow("trainer", row.step, trainer, stamp))
+    if orchestrator:
+        out.rows.append(StepRow("orchestrator", row.step, orchestrator, stamp))
+    for name, score in evals.items():
+        out.evals.append(EvalPoint(env=name, step=row.step, score=score))
+    if stamp is not None and (trainer or orchestrator):
+        for process in ("trainer", "orchestrator") if trainer and orchestrator else ("trainer" if trainer else "orchestrator",):
+            out.times[process] = stamp
+        out.newest = stamp if out.newest is None or stamp > out.newest else out.newest
+
+
+def read_console(
+    path: Path,
+    rel: str,
+    cursor: FileCursor | None,
+    framework: str,
+    parse_rows: RowParser,
+    state: ConsoleState,
+    *,
+    keep_per_kind: int = 50,
+) -> FileRead:
+    """`path` from its cursor: complete lines only (a half-written last line waits), bounded per read."""
+    try:
+        plan, new_cursor = plan_read(path, rel, cursor)
+    except FileNotFoundError:
+        note = f"{rel} was deleted since the last check-in" if cursor else f"{rel} disappeared while being read"
+        return FileRead(rel, None, notes=[note])
+    except OSError as exc:
+        return FileRead(rel, cursor, notes=[f"{rel}: unreadable ({exc.strerror or exc})"])
+    notes = [plan.note] if plan.note else []
+    if not plan.fresh and cursor is not None:
+        state.step = cursor.step
+    end = min(plan.end, plan.start + MAX_READ)
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(plan.start)
+            data = handle.read(end - plan.start)
+    except OSError as exc:
+        return FileRead(rel, cursor, notes=[*notes, f"{rel}: read failed ({exc.strerror or exc})"])
+    cut = data.rfind(b"\n") + 1
+    if cut == 0 and len(data) >= MAX_READ:
+        cut = len(data)  # one line longer than a whole read: taken in part rather than waited for forever
+        notes.append(f"{rel}: an over-long line was read only in part")
+    data = data[:cut]
+    mtime = datetime.fromtimestamp(plan.mtime, UTC)
+    if b"\x00" in data:
+        notes.append(f"{rel}: binary junk (NUL bytes) in the new bytes, not quoted")
+    read = analyse(
+        decode(data), rel, framework, parse_rows, state, first_lineno=plan.first_line, keep_per_kind=keep_per_kind, when=mtime
+    )
+    new_cursor.offset = plan.start + cut
+    new_cursor.lines = plan.first_line - 1 + data.count(b"\n")
+    new_cursor.step = state.step
+    new_cursor.last_time = mtime if cut else (cursor.last_time if cursor else None)
+    read.cursor = new_cursor
+    read.fresh = plan.fresh
+    read.notes = notes + read.notes
+    read.bytes_read = cut
+    if cut:
+        read.newest = mtime
+    return read

@@ -1,0 +1,130 @@
+"""prime-rl: both layouts, read by the existing tools (layout, logread, metrics_jsonl, rollouts,
+checkpoints, configs), wrapped into the adapter interface; their bodies are unchanged."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, tzinfo
+from pathlib import Path
+
+from rlagent.models.observation import EvalPoint, FileCursor
+from rlagent.models.run import Framework, Layout, RunConfig, RunInfo
+from rlagent.tools.adapters.base import FileRead, ResumePlan, RunRead, Samples, StepRow
+from rlagent.tools.adapters.console import ConsoleState, analyse
+from rlagent.tools.checkpoints import checkpoint_parts, newest_complete
+from rlagent.tools.configs import read_run_config
+from rlagent.tools.frameworks.lines import LogLine
+from rlagent.tools.frameworks.records import MetricRow
+from rlagent.tools.layout import RunNotFound, _looks_like_run, current_attempt, discover_run, log_files
+from rlagent.tools.logread import LogRead, read_log
+from rlagent.tools.metrics_jsonl import REL as METRICS_REL
+from rlagent.tools.metrics_jsonl import MetricsRead, read_metrics
+from rlagent.tools.rollouts import l_step_fractions, sample_key, sample_rollouts
+from rlagent.tools.steplines import parse_step_line
+
+
+def _layout(run: RunInfo) -> Layout:
+    return run.layout or Layout.H
+
+
+class PrimeRLAdapter:
+    framework = Framework.PRIME_RL
+
+    def recognise(self, path: Path) -> int:
+        try:
+            discover_run(path)
+        except RunNotFound:
+            return 0
+        return 100 if _looks_like_run(path) is not None else 50
+
+    def discover(self, path: Path) -> RunInfo:
+        return discover_run(path)
+
+    def read_config(self, run_dir: Path, layout: Layout = Layout.H) -> RunConfig:
+        return read_run_config(run_dir, layout)
+
+    def config_of(self, run: RunInfo) -> RunConfig:
+        return read_run_config(Path(run.run_dir), _layout(run))
+
+    def read(self, run: RunInfo, cursors: dict[str, FileCursor], tz: tzinfo, *, keep_per_kind: int = 50) -> RunRead:
+        run_dir = Path(run.run_dir)
+        layout = _layout(run)
+        out = RunRead(attempt=current_attempt(run_dir) if layout is Layout.H else None)
+        for path in log_files(run_dir, layout):
+            rel = str(path.relative_to(run_dir))
+            out.files.append(_from_log(read_log(path, rel, cursors.get(rel), tz, keep_per_kind=keep_per_kind)))
+        metrics = read_metrics(run_dir, cursors.get(METRICS_REL))
+        out.files.append(_from_metrics(metrics))
+        return out
+
+    def rollout_stats(self, run: RunInfo, after_step: int) -> dict[int, dict[str, float]]:
+        """Layout L: truncation, error and trainable fractions from the rollouts files (its logs have none)."""
+        if _layout(run) is not Layout.L:
+            return {}
+        return l_step_fractions(Path(run.run_dir), after_step)
+
+    def read_text(self, text: str, rel: str) -> FileRead:
+        return analyse(text, rel, "prime-rl", _parse_rows, ConsoleState())
+
+    def samples(self, run_dir: Path, known_key: str | None, layout: Layout = Layout.H) -> Samples | None:
+        key = sample_key(run_dir, layout)
+        if key is not None and key == known_key:
+            return None
+        step, count, rollouts, notes = sample_rollouts(run_dir, layout)
+        return Samples(key=key, step=step, count=count, rollouts=rollouts, notes=notes)
+
+    def checkpoints(self, run_dir: Path, layout: Layout = Layout.H) -> dict[int, list[str]]:
+        return checkpoint_parts(run_dir, layout)
+
+    def newest_checkpoint(self, run_dir: Path, layout: Layout = Layout.H) -> int | None:
+        return newest_complete(checkpoint_parts(run_dir, layout, newest=10**6))
+
+    def resume_plan(self, run_dir: Path, launch_argv: list[str], layout: Layout = Layout.H) -> ResumePlan:
+        """Resume flags per layout (H `--resume.step N`, L `--ckpt.resume-step N`); agents/command_plan
+        builds the whole command (it also sets H's `--run.name` and L's `--output-dir`)."""
+        step = self.newest_checkpoint(run_dir, layout)
+        if step is None:
+            return ResumePlan(False, why="no complete checkpoint (trainer/.metadata and orchestrator/progress.pt)")
+        flags = ["--resume.step", str(step)] if layout is Layout.H else ["--ckpt.resume-step", str(step)]
+        return ResumePlan(True, step, add=flags)
+
+    def process_markers(self, run: RunInfo) -> list[str]:
+        return [run.run_dir]
+
+
+def _parse_rows(line: LogLine, state: ConsoleState | None = None) -> list[MetricRow]:
+    text = line.text
+    at = text.find("Step ")
+    if at < 0:
+        return []
+    parsed = parse_step_line(text[at:], None)
+    if parsed is None:
+        return []
+    return [MetricRow(step=parsed.step, values=parsed.values, lineno=line.lineno, kind=f"prime-rl:{parsed.process}")]
+
+
+def _from_log(read: LogRead) -> FileRead:
+    out = FileRead(read.rel, read.cursor, fresh=read.fresh, events=read.events, groups=read.groups, counts=read.step_counts)
+    out.notes, out.bytes_read = read.notes, read.bytes_read
+    for line, when in read.steps:
+        out.rows.append(StepRow(line.process, line.step, line.values, when))
+        if when is not None and (line.process not in out.times or when > out.times[line.process]):
+            out.times[line.process] = when
+    out.evals = [EvalPoint(env=e.env, step=e.step, score=e.score) for e in read.evals if e.step is not None]
+    if read.cursor is not None and read.cursor.last_time:
+        out.newest = read.cursor.last_time
+    return out
+
+
+def _from_metrics(metrics: MetricsRead) -> FileRead:
+    out = FileRead(METRICS_REL, metrics.cursor, under=True, notes=metrics.notes, bytes_read=metrics.bytes_read)
+    if metrics.cursor is None:
+        out.rel = ""  # no metrics.jsonl: nothing to keep a cursor for
+    for process, table in (("trainer", metrics.trainer), ("orchestrator", metrics.orchestrator)):
+        for step, values in table.items():
+            out.rows.append(StepRow(process, step, values))
+    out.evals = list(metrics.evals)
+    for process, stamp in metrics.times.items():
+        seen = datetime.fromtimestamp(stamp, UTC)
+        out.times[process] = seen
+        out.newest = seen if out.newest is None or seen > out.newest else out.newest
+    return out

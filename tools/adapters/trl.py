@@ -1,0 +1,170 @@
+"""TRL (transformers Trainer): console dict lines numbered by `logging_steps`, each checkpoint's
+`trainer_state.json` (re-read when a newer one is written), completions parquet, `checkpoint-N`
+folders, and `--resume_from_checkpoint` where the training script passes it on (frameworks.md 2)."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+
+from rlagent.models.observation import FileCursor
+from rlagent.models.run import Framework, RunConfig, RunInfo
+from rlagent.tools.adapters.base import FileRead, ResumePlan, Samples
+from rlagent.tools.adapters.common import ConsoleAdapter, as_int, fast_dict, flag, load_yaml, rollouts_from, script_words, telling
+from rlagent.tools.adapters.console import ConsoleState, _add_row
+from rlagent.tools.frameworks import trl
+from rlagent.tools.frameworks.lines import LogLine
+from rlagent.tools.frameworks.records import MetricRow
+
+DEFAULT_LOGGING_STEPS = 10
+"""TRL's GRPOConfig default (trl/trainer/base_config.py)."""
+_CKPT = re.compile(r"^checkpoint-(\d+)$")
+_PASSES_RESUME = re.compile(r"\.train\(\s*resume_from_checkpoint\s*=")
+
+
+class TrlAdapter(ConsoleAdapter):
+    framework = Framework.TRL
+    launch_markers = ("accelerate launch", "trl grpo", "torchrun", "train_grpo")
+
+    def parse_rows(self, line: LogLine, state: ConsoleState | None = None) -> list[MetricRow]:
+        text = line.text.lstrip()
+        if not (text.startswith("{'") or text.startswith("[rank")):
+            return []
+        data = fast_dict(text)
+        if data is not None:
+            kind = trl.classify(data)
+            if kind is None:
+                return []
+            values = {k: (float("nan") if v is None else v) for k, v in data.items()}
+            return [MetricRow(step=None, values=values, lineno=line.lineno, kind=kind)]
+        row = trl.parse_dict_line(line.text, line.lineno)
+        return [row] if row is not None and row.kind in ("train", "val", "summary") else []
+
+    # --- config ----------------------------------------------------------------------------
+    def _config(self, run_dir: Path, problems: list[str]) -> tuple[dict, str | None]:
+        script = self.launch_script(run_dir)
+        named = flag(script_words(script), "--config") if script else None
+        candidates = [run_dir / named] if named else []
+        candidates += sorted(run_dir.glob("*.yaml")) + sorted(run_dir.glob("*.yml"))
+        for path in candidates:
+            if not path.is_file():
+                continue
+            doc = load_yaml(path, problems, path.name)
+            if any(k in doc for k in ("output_dir", "num_generations", "max_completion_length", "logging_steps")):
+                return doc, path.name
+        return {}, None
+
+    def read_config(self, run_dir: Path) -> RunConfig:
+        config = RunConfig()
+        doc, rel = self._config(run_dir, config.problems)
+        if rel:
+            config.files.append(rel)
+        config.max_steps = as_int(doc.get("max_steps")) if as_int(doc.get("max_steps")) not in (None, -1) else None
+        config.model = str(doc["model_name_or_path"]) if doc.get("model_name_or_path") else None
+        config.group_size = as_int(doc.get("num_generations"))
+        config.max_completion_tokens = as_int(doc.get("max_completion_length"))
+        config.ckpt_interval = as_int(doc.get("save_steps"))
+        config.batch_size = as_int(doc.get("per_device_train_batch_size"))
+        return config
+
+    def output_dir(self, run_dir: Path) -> Path:
+        doc, _ = self._config(run_dir, [])
+        out = str(doc.get("output_dir") or "trainer_output")
+        return Path(out) if Path(out).is_absolute() else run_dir / out
+
+    def console_state(self, run_dir: Path | None, config: RunConfig | None) -> ConsoleState:
+        if run_dir is None:
+            return ConsoleState(logging_steps=1)
+        doc, _ = self._config(run_dir, [])
+        every = as_int(doc.get("logging_steps")) or DEFAULT_LOGGING_STEPS
+
+        def base(last: int | None) -> int:
+            steps = [s for s in self.checkpoints(run_dir) if last is None or s <= last]
+            return max(steps) if steps else 0
+
+        return ConsoleState(logging_steps=every, resume_base=base)
+
+    # --- sources ---------------------------------------------------------------------------
+    def extra_sources(
+        self, run_dir: Path, config: RunConfig, cursors: dict[str, FileCursor], keep_per_kind: int
+    ) -> list[FileRead]:
+        """The newest checkpoint's trainer_state.json, read whole when it is new or was rewritten."""
+        steps = self.checkpoints(run_dir)
+        if not steps:
+            return []
+        newest = max(steps)
+        path = self.output_dir(run_dir) / f"checkpoint-{newest}" / "trainer_state.json"
+        if not path.is_file():
+            return []
+        rel = "trainer_state.json"
+        try:
+            st = path.stat()
+        except OSError:
+            return []
+        where = str(path.relative_to(run_dir))
+        known = cursors.get(rel)
+        cursor = FileCursor(path=where, dev=st.st_dev, inode=st.st_ino, size=st.st_size, offset=st.st_size)
+        if known is not None and (known.path, known.inode, known.size) == (where, st.st_ino, st.st_size):
+            return [FileRead(rel, known)]
+        read = trl.read_trainer_state(path)
+        when = datetime.fromtimestamp(st.st_mtime, UTC)
+        out = FileRead(rel, cursor, notes=[f"{where}: {n}" for n in read.notes], bytes_read=st.st_size)
+        for row in read.rows:
+            if row.step is not None:
+                _add_row(out, "trl", row, None)
+        out.newest = when
+        return [out]
+
+    def samples(self, run_dir: Path, known_key: str | None) -> Samples | None:
+        folder = self.output_dir(run_dir) / "completions"
+        files = sorted(folder.glob("completions_*.parquet")) if folder.is_dir() else []
+        if not files:
+            return Samples(key=None)
+        path = files[-1]
+        key = f"{path}:{path.stat().st_size}:{path.stat().st_mtime_ns}"
+        if key == known_key:
+            return None
+        read = trl.read_completions(path)
+        raw = []
+        for s in read.rows:
+            reward = sum(s.scores.values()) if s.scores else None
+            raw.append((s.step, _text(s.completion), reward, {}))
+        step = read.rows[0].step if read.rows else None
+        rollouts = rollouts_from(raw, step)
+        return Samples(key=key, step=step, count=len(rollouts), rollouts=telling(rollouts), notes=read.notes, all=rollouts)
+
+    def checkpoints(self, run_dir: Path) -> dict[int, list[str]]:
+        root = self.output_dir(run_dir)
+        if not root.is_dir():
+            return {}
+        parts: dict[int, list[str]] = {}
+        for path in root.iterdir():
+            match = _CKPT.match(path.name)
+            if match and path.is_dir():
+                parts[int(match.group(1))] = ["state"] if (path / "trainer_state.json").is_file() else ["incomplete"]
+        return dict(sorted(parts.items())[-3:])
+
+    def resume_flags(self, run_dir: Path, step: int, words: list[str]) -> ResumePlan:
+        scripts = [p for p in run_dir.glob("*.py")]
+        passes = any(_PASSES_RESUME.search(p.read_text(errors="replace")) for p in scripts if p.is_file())
+        if not passes:
+            return ResumePlan(
+                False,
+                step,
+                why="the training script calls trainer.train() without resume_from_checkpoint, so "
+                "--resume_from_checkpoint would be ignored and the run would start from scratch",
+            )
+        folder = self.output_dir(run_dir) / f"checkpoint-{step}"
+        return ResumePlan(True, step, add=["--resume_from_checkpoint", str(folder)], drop=["--resume_from_checkpoint"])
+
+    def process_markers(self, run: RunInfo) -> list[str]:
+        return [run.run_dir, str(self.output_dir(Path(run.run_dir)))]
+
+
+def _text(value) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):  # conversational: [{"role": ..., "content": ...}]
+        return " ".join(str(m.get("content", "")) if isinstance(m, dict) else str(m) for m in value)
+    return "" if value is None else str(value)
