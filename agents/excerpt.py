@@ -23,7 +23,7 @@ from rlagent.models.observation import MetricHistory, Observation
 from rlagent.models.run import Health, RunConfig
 from rlagent.tools.adapters import adapter_for
 from rlagent.tools.adapters.base import FileRead
-from rlagent.tools.adapters.console import ConsoleState, _add_row, analyse
+from rlagent.tools.adapters.console import ConsoleState, add_row, analyse
 from rlagent.tools.frameworks import detect, tensorboard, trl, wandb_csv, wandb_offline
 from rlagent.tools.frameworks.lines import decode
 from rlagent.tools.frameworks.records import MetricRow, numeric_values
@@ -144,7 +144,7 @@ def _rows_read(rows: list[MetricRow], framework: str, rel: str) -> FileRead:
     out = FileRead(rel, None)
     for row in rows:
         if row.step is not None:
-            _add_row(out, framework, row, None)
+            add_row(out, framework, row, None)
     return out
 
 

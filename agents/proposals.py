@@ -113,10 +113,8 @@ def _restart(ctx: RuleContext, by_id: dict[str, Finding], down: list[str]) -> tu
         ]
     resume = newest_complete(ctx.observation.checkpoints)
     if resume is None:
-        return None, [
-            "no complete checkpoint (trainer/.metadata and orchestrator/progress.pt): a restart would start from "
-            "step 1; none proposed"
-        ]
+        what = "trainer/.metadata and orchestrator/progress.pt" if ctx.framework == "prime-rl" else ctx.framework
+        return None, [f"no complete checkpoint ({what}): a restart would start from step 1; none proposed"]
     claim = crash_claim(ctx) if "run_crashed" in down else None
     primary = "run_crashed" if claim is not None else "process_down"
     if claim is None:
@@ -126,6 +124,12 @@ def _restart(ctx: RuleContext, by_id: dict[str, Finding], down: list[str]) -> tu
     if claim is None:
         return None, ["the run looks down but no claim can be checked on disk; no restart proposed"]
     addresses, overrides, notes = [primary], [], []
+    if _critical(by_id, "cuda_oom") and ctx.framework != "prime-rl":
+        return None, [
+            f"CUDA out of memory: a {ctx.framework} restart with the same settings would run out again, and rlagent "
+            f"changes no {ctx.framework} memory setting; no restart proposed (smaller micro-batches, offloading or a "
+            "lower vLLM gpu_memory_utilization are the researcher's call)"
+        ]
     if _critical(by_id, "cuda_oom"):
         shrink = smaller_seq_len(ctx.config)
         if shrink is None:
@@ -144,7 +148,9 @@ def _restart(ctx: RuleContext, by_id: dict[str, Finding], down: list[str]) -> tu
             notes.append("`truncation_high`: max_completion_tokens cannot grow within seq_len; not part of the restart")
     action = ActionKind.RESTART_WITH_OVERRIDES if overrides else ActionKind.RESTART
     why = by_id[primary].summary
-    rationale = f"{primary}: {why}. Resume from checkpoint step {resume}, the newest with both trainer and orchestrator state"
+    rationale = f"{primary}: {why}. Resume from checkpoint step {resume}, the newest " + (
+        "with both trainer and orchestrator state" if ctx.framework == "prime-rl" else f"complete {ctx.framework} checkpoint"
+    )
     if job is not None:  # a SLURM run: a new job of its own batch script, not a launch on this host
         action = ActionKind.RESUBMIT
         rationale += f"; resubmitted as a new SLURM job of the run's sbatch script (job {job.job_id} ended {job.state})"

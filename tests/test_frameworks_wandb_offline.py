@@ -8,10 +8,9 @@ checked against the real schema, not only against this file's encoder.
 from __future__ import annotations
 
 import math
-import struct
-import zlib
 
 import pytest
+from wandbkit import frame, history_record
 
 from rlagent.tools.frameworks.wandb_offline import BLOCK, HEADER, offline_runs, read_wandb_file, records
 
@@ -40,47 +39,6 @@ REAL_HISTORY_TYPED = bytes.fromhex(
 )
 # the exit Record wandb wrote at run.finish() (num, control, exit with exit_code 0 left out, _info)
 REAL_EXIT_RECORD = bytes.fromhex("081482010e220c3074767769633139696d3977c20c0a0a086d6a373478646831920100")
-
-
-# --- a minimal encoder and LevelDB-log writer (wandb/sdk/internal/datastore.py framing) ---
-def varint(value: int) -> bytes:
-    value &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
-def field(number: int, payload: bytes) -> bytes:
-    return varint(number << 3 | 2) + varint(len(payload)) + payload
-
-
-def history_record(num: int, items: dict[str, str], step: int) -> bytes:
-    body = b"".join(field(1, field(2, key.encode()) + field(16, value.encode())) for key, value in items.items())
-    body += field(2, varint(1 << 3) + varint(step))
-    return varint(1 << 3) + varint(num) + field(2, body)
-
-
-def frame(payloads: list[bytes]) -> bytes:
-    out = bytearray(HEADER)
-    for payload in payloads:
-        first = True
-        while True:
-            left = BLOCK - len(out) % BLOCK
-            if left < 7:
-                out += b"\x00" * left
-                continue
-            chunk = payload[: left - 7]
-            payload = payload[len(chunk) :]
-            kind = (1 if first else 4) if not payload else (2 if first else 3)
-            out += struct.pack("<IHB", zlib.crc32(chunk, zlib.crc32(bytes([kind]))), len(chunk), kind) + chunk
-            first = False
-            if not payload:
-                break
-    return bytes(out)
 
 
 def test_encoder_reproduces_wandb_bytes():

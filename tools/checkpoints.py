@@ -1,4 +1,5 @@
-"""Which checkpoint steps exist and whether they are complete.
+"""Which checkpoint steps exist and whether they are complete (the other frameworks' adapters list
+theirs in the same shape: step -> parts present).
 
 Trainer and orchestrator save independently: a step is complete only with BOTH
 `trainer/.metadata` and `orchestrator/progress.pt`. L keeps the orchestrator's part under
@@ -37,6 +38,18 @@ def checkpoint_parts(run_dir: Path, layout: Layout, newest: int = 3) -> dict[int
     return parts
 
 
+PRIME_PARTS = frozenset({"trainer", "orchestrator"})
+
+
+def is_complete(present: list[str]) -> bool:
+    """prime-rl: both parts. verl, TRL, OpenRLHF: whatever parts their adapter found, unless it marked the
+    checkpoint `incomplete` (tools/adapters)."""
+    if not present or "incomplete" in present:
+        return False
+    prime = PRIME_PARTS & set(present)
+    return not prime or prime == PRIME_PARTS
+
+
 def newest_complete(parts: dict[int, list[str]]) -> int | None:
-    complete = [step for step, present in parts.items() if len(present) == 2]
+    complete = [step for step, present in parts.items() if is_complete(present)]
     return max(complete) if complete else None

@@ -41,8 +41,8 @@ def _framework_log(state: CheckinState) -> Path | None:
     return max(logs, key=lambda p: p.stat().st_size) if logs else None
 
 
-def framework_step(state: CheckinState, path: Path, offset: int) -> int | None:
-    """Newest step of the lines appended to `path` after `offset`."""
+def framework_step(state: CheckinState, path: Path, offset: int, resume_step: int) -> int | None:
+    """Newest step of the lines a relaunch from `resume_step` appended to `path` after `offset`."""
     from rlagent.tools.adapters import adapter_for
 
     adapter = adapter_for(state.run.framework)
@@ -52,7 +52,7 @@ def framework_step(state: CheckinState, path: Path, offset: int) -> int | None:
             data = handle.read(16 << 20)
     except OSError:
         return None
-    read = adapter.read_text(data.decode("utf-8", errors="replace"), path.name)
+    read = adapter.read_text(data.decode("utf-8", errors="replace"), path.name, Path(state.run.run_dir), resume_step)
     steps = [row.step for row in read.rows]
     return max(steps) if steps else None
 
@@ -138,7 +138,7 @@ def restart_checks(
         name = path.name if path is not None else "the console log"
         checks.append(Check(name="fresh_lines", ok=fresh, detail=f"{name} grew" if fresh else f"no new line in {name}"))
         if fresh and path is not None:
-            step = framework_step(state, path, baseline.trainer_offset)
+            step = framework_step(state, path, baseline.trainer_offset, resume_step)
     elif layout is Layout.H:
         attempt = current_attempt(run_dir)
         fresh = attempt is not None and attempt != baseline.attempt

@@ -107,8 +107,9 @@ class FrameworkAdapter(Protocol):
         """Every source from its cursor: metric rows, evals, events, warning groups, notes."""
         ...
 
-    def read_text(self, text: str, rel: str) -> FileRead:
-        """A whole text (a pasted excerpt or one log file) read the way a console log is read."""
+    def read_text(self, text: str, rel: str, run_dir: Path | None = None, resumed_from: int | None = None) -> FileRead:
+        """A whole text (a pasted excerpt, one log file, or what a relaunch from checkpoint `resumed_from`
+        appended to the log of the run in `run_dir`) read as a console log is."""
         ...
 
     def samples(self, run_dir: Path, known_key: str | None) -> Samples | None:

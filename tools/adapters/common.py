@@ -15,6 +15,7 @@ from rlagent.models.observation import FileCursor, Rollout
 from rlagent.models.run import Framework, RunConfig, RunInfo
 from rlagent.tools.adapters.base import FileRead, ResumePlan, RunRead, Samples
 from rlagent.tools.adapters.console import ConsoleState, analyse, read_console
+from rlagent.tools.adapters.trackers import read_trackers
 from rlagent.tools.frameworks.detect import detect_dir
 from rlagent.tools.frameworks.lines import LogLine
 from rlagent.tools.rollouts import pick_telling
@@ -199,10 +200,13 @@ class ConsoleAdapter:
                 )
             )
         out.files.extend(self.extra_sources(run_dir, config, cursors, keep_per_kind))
+        out.files.extend(read_trackers(run_dir, self.framework.value, cursors))
         return out
 
-    def read_text(self, text: str, rel: str) -> FileRead:
-        return analyse(text, rel, self.framework.value, self.parse_rows, self.console_state(None, None))
+    def read_text(self, text: str, rel: str, run_dir: Path | None = None, resumed_from: int | None = None) -> FileRead:
+        state = self.console_state(run_dir, None)
+        state.step = resumed_from  # TRL numbers its step-less rows on from here
+        return analyse(text, rel, self.framework.value, self.parse_rows, state)
 
     def read_config(self, run_dir: Path) -> RunConfig:  # pragma: no cover - every subclass has its own
         raise NotImplementedError

@@ -158,7 +158,7 @@ def analyse(
             if row.kind == "train":
                 state.step = row.step
                 saw_steps = True
-            _add_row(out, framework, row, when)
+            add_row(out, framework, row, when)
             if row.kind != "summary":
                 metric_lines.add(index)
         step_at[index] = state.step
@@ -354,7 +354,7 @@ def _split(framework: str, raw: dict) -> tuple[dict[str, float], dict[str, float
     return out["trainer"], out["orchestrator"], out["evals"]
 
 
-def _add_row(out: FileRead, framework: str, row: MetricRow, when: datetime | None) -> None:
+def add_row(out: FileRead, framework: str, row: MetricRow, when: datetime | None) -> None:
     if row.kind.startswith("prime-rl:"):  # prime-rl step lines are parsed into canonical names already
         process = row.kind.split(":", 1)[1]
         trainer, orchestrator, evals = (row.values, {}, {}) if process == "trainer" else ({}, row.values, {})

@@ -62,7 +62,7 @@ class PrimeRLAdapter:
             return {}
         return l_step_fractions(Path(run.run_dir), after_step)
 
-    def read_text(self, text: str, rel: str) -> FileRead:
+    def read_text(self, text: str, rel: str, run_dir: Path | None = None, resumed_from: int | None = None) -> FileRead:
         return analyse(text, rel, "prime-rl", _parse_rows, ConsoleState())
 
     def samples(self, run_dir: Path, known_key: str | None, layout: Layout = Layout.H) -> Samples | None:

@@ -12,7 +12,7 @@ from rlagent.models.observation import FileCursor
 from rlagent.models.run import Framework, RunConfig, RunInfo
 from rlagent.tools.adapters.base import FileRead, ResumePlan, Samples
 from rlagent.tools.adapters.common import ConsoleAdapter, as_int, fast_dict, flag, load_yaml, rollouts_from, script_words, telling
-from rlagent.tools.adapters.console import ConsoleState, _add_row
+from rlagent.tools.adapters.console import ConsoleState, add_row
 from rlagent.tools.frameworks import trl
 from rlagent.tools.frameworks.lines import LogLine
 from rlagent.tools.frameworks.records import MetricRow
@@ -112,7 +112,7 @@ class TrlAdapter(ConsoleAdapter):
         out = FileRead(rel, cursor, notes=[f"{where}: {n}" for n in read.notes], bytes_read=st.st_size)
         for row in read.rows:
             if row.step is not None:
-                _add_row(out, "trl", row, None)
+                add_row(out, "trl", row, None)
         out.newest = when
         return [out]
 

@@ -10,7 +10,7 @@ from rlagent.models.observation import FileCursor
 from rlagent.models.run import Framework, RunConfig, RunInfo
 from rlagent.tools.adapters.base import FileRead, ResumePlan, Samples
 from rlagent.tools.adapters.common import ConsoleAdapter, as_int, dotted, load_yaml, rollouts_from, telling, walk_files
-from rlagent.tools.adapters.console import ConsoleState, _add_row
+from rlagent.tools.adapters.console import ConsoleState, add_row
 from rlagent.tools.frameworks import verl
 from rlagent.tools.frameworks.lines import LogLine
 from rlagent.tools.frameworks.records import MetricRow, numeric_values
@@ -166,7 +166,7 @@ def read_file_logger(path: Path, rel: str, cursor: FileCursor | None) -> FileRea
             continue
         if row.values and all(k.startswith(("val-core/", "val-aux/", "val/")) for k in row.values):
             row.kind = "val"
-        _add_row(out, "verl", row, when)
+        add_row(out, "verl", row, when)
     new_cursor.offset, new_cursor.lines = end, plan.first_line - 1 + count
     out.bytes_read = end - plan.start
     if bad:

@@ -74,14 +74,29 @@ def _fields(data: bytes) -> Iterator[tuple[int, int, object]]:
 
 def records(data: bytes) -> tuple[list[bytes], list[str]]:
     """Payloads of the LevelDB log in `data`, and notes on what could not be read."""
+    payloads, notes, _ = records_from(data, 0)
+    return payloads, notes
+
+
+def records_from(data: bytes, base: int) -> tuple[list[bytes], list[str], int]:
+    """Payloads of the LevelDB log whose bytes from file offset `base` are `data`, notes, and the file
+    offset just past the last whole record (where the next read resumes). `base` 0 checks the header;
+    any other `base` must be such an offset, returned by an earlier read."""
     notes: list[str] = []
-    if not data.startswith(HEADER):
-        return [], ["not a wandb transaction log (header `:W&B` magic 0xBEE1 missing)"]
+    if base == 0:
+        if not data.startswith(HEADER):
+            if len(data) < len(HEADER) and HEADER.startswith(data):
+                return [], [], 0  # header still being written
+            return [], ["not a wandb transaction log (header `:W&B` magic 0xBEE1 missing)"], 0
+        base_pos = len(HEADER)
+    else:
+        base_pos = base
     out: list[bytes] = []
-    pos = len(HEADER)
+    pos = base_pos - base  # index into data
+    done = base_pos  # file offset past the last whole (non-fragment) record
     pending: bytes | None = None
     while pos < len(data):
-        left = BLOCK - pos % BLOCK
+        left = BLOCK - (base + pos) % BLOCK
         if left < RECORD_HEADER:  # block trailer
             pos += left
             continue
@@ -90,14 +105,14 @@ def records(data: bytes) -> tuple[list[bytes], list[str]]:
             break
         crc, length, kind = struct.unpack_from("<IHB", data, pos)
         if crc == 0 and length == 0 and kind == 0:  # zero padding (preallocated or trailer)
-            pos += left
+            pos += left  # `done` stays before it: a preallocated file gets records written here later
             continue
         body = data[pos + RECORD_HEADER : pos + RECORD_HEADER + length]
         if len(body) < length:
             notes.append(f"file ends inside a record ({len(body)} of {length} bytes): still being written?")
             break
         if zlib.crc32(body, zlib.crc32(bytes([kind]))) != crc:
-            notes.append(f"checksum mismatch at byte {pos}; stopped reading")
+            notes.append(f"checksum mismatch at byte {base + pos}; stopped reading")
             break
         pos += RECORD_HEADER + length
         if kind == FULL:
@@ -111,11 +126,13 @@ def records(data: bytes) -> tuple[list[bytes], list[str]]:
                 out.append(pending)
                 pending = None
         else:
-            notes.append(f"unexpected record type {kind} at byte {pos}; stopped reading")
+            notes.append(f"unexpected record type {kind} at byte {base + pos}; stopped reading")
             break
+        if pending is None:
+            done = base + pos
     if pending is not None:
         notes.append("last record is incomplete (its LAST fragment is missing): still being written?")
-    return out, notes
+    return out, notes, done
 
 
 def _item_value(fields: dict[int, list]) -> float | None:
@@ -172,6 +189,12 @@ def read_wandb_file(path: str | Path, step_key: str | None = None) -> ReadResult
     if data is None:
         return result
     payloads, result.notes = records(data)
+    history_rows(payloads, step_key, result)
+    return result
+
+
+def history_rows(payloads: list[bytes], step_key: str | None, result: ReadResult[MetricRow]) -> None:
+    """The history rows (and the exit code) of decoded records into `result`."""
     bad = 0
     for payload in payloads:
         try:
@@ -191,7 +214,6 @@ def read_wandb_file(path: str | Path, step_key: str | None = None) -> ReadResult
             bad += 1
     if bad:
         result.notes.append(f"{bad} record(s) could not be decoded")
-    return result
 
 
 def offline_runs(root: str | Path) -> list[Path]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import io
 import json
 import math
+from pathlib import Path
 
 from . import crashtext
 from .common import PLACEHOLDER, Plan, clock_for, py_dict, tqdm_meter
@@ -520,9 +521,9 @@ def resume_point(root, sc: FrameworkScenario, requested: str | None = None) -> i
 
     base = root / output_dir(sc)
     if requested and requested.lower() not in ("true", "1"):
-        path = root / requested if not requested.startswith("/") else None
+        path = Path(requested) if requested.startswith("/") else root / requested  # transformers takes either
         match = re.search(r"checkpoint-(\d+)/?$", requested)
-        if path is None or not match or not (path / "trainer_state.json").is_file():
+        if not match or not (path / "trainer_state.json").is_file():
             return None
         return int(match.group(1))
     if not base.is_dir():

@@ -1,0 +1,194 @@
+"""Tracker files any framework may write beside its console log, read live from their cursors:
+TensorBoard event files, wandb run files (`run-<id>.wandb`, offline or online) and W&B history CSV
+exports (frameworks.md 5). Their rows go under the canonical names like the console's, so a run that
+logs only to TensorBoard or wandb is still judged.
+
+Event files and `.wandb` files grow record by record: each check-in reads from the offset past the
+last whole record it consumed, so a record still being written is read next time. A CSV export is
+written once: it is read again whole when it changes.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from datetime import UTC, datetime
+from pathlib import Path
+
+from rlagent.models.observation import FileCursor
+from rlagent.tools.adapters.base import FileRead
+from rlagent.tools.adapters.console import add_row
+from rlagent.tools.frameworks import wandb_csv, wandb_offline
+from rlagent.tools.frameworks.records import MetricRow, ReadResult
+from rlagent.tools.tail import plan_read
+
+MAX_READ = 64 << 20
+"""Bytes of one tracker file read per check-in (the rest is read by the next ones)."""
+MAX_RECORD = 64 << 20
+"""A TFRecord longer than this is corruption, not a scalar event."""
+_MAX_FILES = 40
+_DEPTH = 5
+_SKIP = ("global_step", "checkpoint-", "_actor", "_critic", "ckpt", "__pycache__", ".hydra", "rollouts", "files")
+_STEP_KEY = {"trl": "train/global_step", "openrlhf": "train/global_step"}
+"""wandb's `_step` counts log calls in TRL and OpenRLHF; their global step is logged as a metric."""
+
+
+def tracker_files(run_dir: Path) -> list[Path]:
+    """Event files, `.wandb` files and CSV exports under `run_dir`, a few folders down at most."""
+    found: list[Path] = []
+    base = len(run_dir.parts)
+    for dirpath, dirnames, filenames in os.walk(run_dir):
+        here = Path(dirpath)
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(_SKIP))
+        if len(here.parts) - base >= _DEPTH:
+            dirnames[:] = []
+        for name in sorted(filenames):
+            if "tfevents" in name or (name.startswith("run-") and name.endswith(".wandb")) or _is_export(here, name, base):
+                found.append(here / name)
+        if len(found) >= _MAX_FILES:
+            break
+    return found[:_MAX_FILES]
+
+
+def _is_export(here: Path, name: str, base: int) -> bool:
+    return name.endswith(".csv") and len(here.parts) - base <= 1
+
+
+def read_trackers(run_dir: Path, framework: str, cursors: dict[str, FileCursor]) -> list[FileRead]:
+    out = []
+    for path in tracker_files(run_dir):
+        rel = str(path.relative_to(run_dir))
+        if path.name.endswith(".csv"):
+            read = read_csv_export(path, rel, cursors.get(rel), framework)
+        elif path.name.endswith(".wandb"):
+            read = read_wandb_run(path, rel, cursors.get(rel), framework)
+        else:
+            read = read_event_file(path, rel, cursors.get(rel), framework)
+        if read is not None:
+            out.append(read)
+    return out
+
+
+def _start(path: Path, rel: str, cursor: FileCursor | None) -> tuple[FileRead, int, int] | FileRead:
+    """(an empty read with the new cursor, start, end) or a read carrying the reason it cannot be read."""
+    try:
+        plan, new_cursor = plan_read(path, rel, cursor)
+    except OSError as exc:
+        return FileRead(rel, cursor, notes=[f"{rel}: unreadable ({exc.strerror or exc})"])
+    out = FileRead(rel, new_cursor, fresh=plan.fresh, notes=[plan.note] if plan.note else [])
+    return out, plan.start, min(plan.end, plan.start + MAX_READ)
+
+
+def _bytes(path: Path, start: int, end: int) -> bytes:
+    with open(path, "rb") as handle:
+        handle.seek(start)
+        return handle.read(end - start)
+
+
+def _rows_into(out: FileRead, framework: str, rows: list[MetricRow]) -> None:
+    for row in rows:
+        if row.step is not None and row.values:
+            add_row(out, framework, row, None)
+
+
+def read_event_file(path: Path, rel: str, cursor: FileCursor | None, framework: str) -> FileRead:
+    """Scalar summaries of the whole TFRecords after the cursor (`simple_value`, as torch's SummaryWriter
+    writes them, or a one-element float tensor)."""
+    from tensorboard.compat.proto import event_pb2
+
+    started = _start(path, rel, cursor)
+    if isinstance(started, FileRead):
+        return started
+    out, start, end = started
+    try:
+        data = _bytes(path, start, end)
+    except OSError as exc:
+        return FileRead(rel, cursor, notes=[f"{rel}: unreadable ({exc.strerror or exc})"])
+    steps: dict[int, MetricRow] = {}
+    pos, bad = 0, 0
+    while len(data) - pos >= 12:
+        (length,) = struct.unpack_from("<Q", data, pos)
+        if length > MAX_RECORD:
+            out.notes.append(f"{rel}: a record at byte {start + pos} claims {length} bytes; stopped reading (corrupt file)")
+            break
+        if len(data) - pos < 12 + length + 4:
+            break  # still being written: read next time
+        body = data[pos + 12 : pos + 12 + length]
+        pos += 12 + length + 4
+        try:
+            event = event_pb2.Event.FromString(body)
+        except Exception:  # protobuf's DecodeError; a bad record is skipped, not fatal
+            bad += 1
+            continue
+        if not event.HasField("summary"):
+            continue
+        row = steps.setdefault(event.step, MetricRow(step=int(event.step), values={}))
+        row.time = max(row.time or 0.0, event.wall_time)
+        for value in event.summary.value:
+            number = _scalar(value)
+            if number is not None:
+                row.values[value.tag] = number
+    assert out.cursor is not None
+    out.cursor.offset = start + pos
+    out.bytes_read = pos
+    if bad:
+        out.notes.append(f"{rel}: {bad} record(s) could not be decoded")
+    _rows_into(out, framework, [steps[s] for s in sorted(steps)])
+    return out
+
+
+def _scalar(value) -> float | None:
+    kind = value.WhichOneof("value")
+    if kind == "simple_value":
+        return float(value.simple_value)
+    if kind == "tensor":
+        tensor = value.tensor
+        for field in (tensor.float_val, tensor.double_val, tensor.int64_val, tensor.int_val):
+            if len(field) == 1:
+                return float(field[0])
+    return None
+
+
+def read_wandb_run(path: Path, rel: str, cursor: FileCursor | None, framework: str) -> FileRead:
+    """History rows of the whole records after the cursor (a run still being written is fine)."""
+    started = _start(path, rel, cursor)
+    if isinstance(started, FileRead):
+        return started
+    out, start, end = started
+    try:
+        data = _bytes(path, start, end)
+    except OSError as exc:
+        return FileRead(rel, cursor, notes=[f"{rel}: unreadable ({exc.strerror or exc})"])
+    payloads, notes, done = wandb_offline.records_from(data, start)
+    result: ReadResult[MetricRow] = ReadResult()
+    wandb_offline.history_rows(payloads, _STEP_KEY.get(framework), result)
+    out.notes += [f"{rel}: {note}" for note in notes + result.notes if "still being written" not in note]
+    assert out.cursor is not None
+    out.cursor.offset = done
+    out.bytes_read = done - start
+    _rows_into(out, framework, result.rows)
+    if "exit_code" in result.meta:
+        out.notes.append(f"{rel}: the wandb run ended with exit code {result.meta['exit_code']}")
+    return out
+
+
+def read_csv_export(path: Path, rel: str, cursor: FileCursor | None, framework: str) -> FileRead | None:
+    """A W&B history CSV, read whole when it changed; None for a CSV that is not one (no step column)."""
+    started = _start(path, rel, cursor)
+    if isinstance(started, FileRead):
+        return started
+    out, start, end = started
+    if start == end and not out.fresh:
+        return out
+    result = wandb_csv.read_wandb_csv(path)
+    if "step_column" not in result.meta:
+        return None
+    assert out.cursor is not None
+    out.cursor.offset = end
+    out.bytes_read = end
+    out.fresh = True
+    out.notes += [f"{rel}: {note}" for note in result.notes]
+    _rows_into(out, framework, result.rows)
+    if out.rows:
+        out.newest = out.newest or datetime.fromtimestamp(path.stat().st_mtime, UTC)
+    return out
