@@ -17,6 +17,7 @@ from rlagent.tools.frameworks.records import MetricRow
 
 _GLOBAL = re.compile(r"(?:✨\s*)?Global step (\d+): (\{.*\})\s*$")
 _EPISODE = re.compile(r"Episode \[(\d+)/(\d+)\]")
+_EVAL = re.compile(r"Evaluation completed in [^,]*, global_step (\d+), eval_metrics: (\{.*\})\s*$")
 
 
 class OpenRLHFAdapter(ConsoleAdapter):
@@ -34,6 +35,11 @@ class OpenRLHFAdapter(ConsoleAdapter):
             row = openrlhf.parse_global_step_line(text, line.lineno)
             return [row] if row is not None else []
         if "Evaluation completed" in text:
+            match = _EVAL.search(text)
+            data = fast_dict(match.group(2)) if match else None
+            if match and data is not None:  # the fast path; anything else goes through the full parser
+                values = {k: (float("nan") if v is None else v) for k, v in data.items()}
+                return [MetricRow(step=int(match.group(1)), values=values, lineno=line.lineno, kind="val")]
             row = openrlhf.parse_eval_line(text, line.lineno)
             return [row] if row is not None else []
         if "Episode [" in text and "=" in text:  # <= v0.8.0: the Episode bar's postfix is the status
