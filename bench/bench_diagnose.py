@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import compileall
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -43,11 +44,8 @@ def make_log(framework: str, size: int) -> Path:
         return log
     steps = size // BYTES_PER_STEP[framework] + 10
     while True:
-        subprocess.run(
-            [sys.executable, "-m", "rlagent", "simulate", f"{framework}-healthy", str(run_dir), "--steps", str(steps), "--overwrite"],
-            check=True,
-            capture_output=True,
-        )
+        simulate = [sys.executable, "-m", "rlagent", "simulate", f"{framework}-healthy", str(run_dir)]
+        subprocess.run([*simulate, "--steps", str(steps), "--overwrite"], check=True, capture_output=True)
         if log.stat().st_size >= size:
             return log
         steps = int(steps * size / log.stat().st_size) + 10
@@ -83,7 +81,7 @@ def main() -> None:
 
     root = Path(rlagent.__file__).resolve().parents[1]
     for package in ("rlagent", "agents", "graph", "tools", "evals"):
-        compileall.compile_dir(root / package, quiet=1)
+        compileall.compile_dir(root / package, quiet=1, rx=re.compile(r"/(fixtures|real)/"))  # not the runs' own .py
     logs = {fw: make_log(fw, size) for fw in args.frameworks.split(",")}
     results: dict[str, list[tuple[float, float, float, float]]] = {fw: [] for fw in logs}
     for _ in range(args.repeats):
