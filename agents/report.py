@@ -34,6 +34,7 @@ def build_report(state: CheckinState, pending: ApprovalRequest | None = None) ->
             for f in state.out.findings
         ],
         "slurm": slurm_jobs(obs),
+        "slurm_nodes": [node.model_dump(mode="json") for node in obs.live.node_processes or []],
         "proposal": state.out.proposal.model_dump(mode="json") if state.out.proposal else None,
         "proposal_notes": state.out.proposal_notes,
         "reviews": [r.model_dump(mode="json") for r in state.out.reviews],

@@ -15,6 +15,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from rlagent.agents.llm.runtime import llm_line
+from rlagent.models.cluster import NodeProcesses
 from rlagent.models.findings import Finding
 from rlagent.models.observation import MetricHistory, Observation
 from rlagent.models.run import RunConfig
@@ -203,4 +204,13 @@ def performance_line(history: MetricHistory, obs: Observation) -> str:
         parts.append(f"host RAM {obs.live.host_ram_percent:.0f}%")
     if obs.live.disk_free_ratio is not None:
         parts.append(f"disk free {pct(obs.live.disk_free_ratio)} ({obs.live.disk_free_gib:.0f} GiB)")
+    parts += [node_line(node) for node in obs.live.node_processes or []]
     return ("; ".join(parts) + ".") if parts else "n/a (no step timings yet)."
+
+
+def node_line(node: NodeProcesses) -> str:
+    """What a SLURM job's node runs, and how it was looked at (srun --overlap or ssh)."""
+    if not node.ok:
+        return f"node {node.node} not probed via {node.via}"
+    roles = sorted({title.removeprefix("PRIME-RL::") for title in node.titles})
+    return f"node {node.node} (via {node.via}): {', '.join(roles) or 'no PRIME-RL process'}"

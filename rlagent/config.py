@@ -42,6 +42,9 @@ class Settings(BaseSettings):
     """Timeout of each live probe (vLLM /metrics, SLURM)."""
     thresholds: Thresholds = Field(default_factory=Thresholds)
     """The rules' thresholds (findings.md starting values)."""
+    slurm_ssh: bool = False
+    """SLURM runs: look at the processes on the job's nodes with `ssh NODE ps` (BatchMode, known hosts
+    only) where `srun --jobid J --overlap` cannot; off by default, as not every cluster allows it."""
 
     # --- Acting on the run (only ever after review and a person's approval) -------------------
     approve: ApprovalMode = ApprovalMode.ASK

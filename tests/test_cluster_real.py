@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from rlagent.agents.rules.thresholds import Thresholds
 from rlagent.evals.simulator.multinode import write_sbatch
 from rlagent.graph.runner import ActionConfig, Effects, Monitor
 from rlagent.models.actions import ActionKind, ApprovalMode, LaunchStatus
@@ -102,6 +103,10 @@ def test_a_running_multi_node_run_and_its_node_processes(slurm_cluster, jobs, tm
     live = state.out.observation.live
     [node] = live.node_processes
     assert (node.node, node.via, node.ok) == ("localhost", "srun", True)  # srun --jobid J --overlap ps
+    from rlagent.agents.report import build_report
+
+    assert [(n["node"], n["via"]) for n in build_report(state)["slurm_nodes"]] == [("localhost", "srun")]
+    assert "node localhost (via srun): " in state.out.status_entry
     view = state.out.observation.multinode
     assert view is not None and view.nodes("trainer") == [0, 1] and len([f for f in view.files if f.stream]) == 16
     assert state.out.health is Health.HEALTHY, state.out.findings
@@ -210,3 +215,45 @@ def test_time_limit_risk_then_timeout(slurm_cluster, jobs, tmp_path):  # noqa: F
     assert (job["state"], job["reason"], job["time_limit_s"]) == ("TIMEOUT", "TimeLimit", 60)
     assert found["slurm_timeout"].severity.value == "critical" and "killed at its time limit" in found["slurm_timeout"].summary
     assert found["run_crashed"].severity.value == "critical" and state.out.health is Health.DOWN
+
+
+def test_a_hung_job_is_stopped_with_scancel_after_approval(slurm_cluster, tmp_path, tmux_servers, monkeypatch):  # noqa: F811
+    """A job alive but silent past the stall threshold (set low, as a user may): `run_stalled`, a typed
+    `stop` of its SLURM job, the review, a person's Yes, `scancel J` in the Launcher pane, the job ends."""
+    monkeypatch.setenv("SLURM_CONF", str(slurm_cluster.conf))  # the Launcher pane's scancel reaches this cluster
+    run = HRun(tmp_path, "hung-h", max_steps=100)
+    job_id = submit(slurm_cluster, run.dir, SIMJOB_MODE="hang", SIMJOB_STEPS="5", SIMJOB_PAUSE="0.2")
+    try:
+        slurm_cluster.wait_state(job_id, ["RUNNING"])
+        trainer = run.dir / "logs" / "attempt_2" / "trainer.log"
+        wait_for(lambda: trainer.exists() and "Step 5 |" in trainer.read_text(), 60, "the job's 5 steps", every=0.2)
+        time.sleep(7)  # silent past max(0.1 min, 3 x 0.2 s)
+        tmux = tmux_servers()
+        actions = ActionConfig(approve=ApprovalMode.ASK, target=tmux.target, verify_timeout_s=30, verify_poll_s=0.5)
+        monitor = Monitor(
+            discover_run(run.dir), home=tmp_path / "home", actions=actions, thresholds=Thresholds(stall_min_minutes=0.1)
+        )
+        try:
+            hung = monitor.check_in()
+            found = {f.id: f for f in hung.out.findings}
+            assert found["run_stalled"].severity.value == "critical", hung.out.findings
+            proposal = hung.out.proposal
+            assert proposal is not None and proposal.action is ActionKind.STOP and proposal.job_id == job_id
+            assert hung.out.reviews[-1].agreed, hung.out.reviews[-1].verdicts
+            request_id, request = monitor.pending()
+            assert request.command == f"scancel {job_id}" and request.action is ActionKind.STOP
+            assert request.source == f"scancel of the run's SLURM job {job_id}"
+            assert slurm_cluster.scontrol_field(job_id, "JobState") == "RUNNING"  # nothing before the Yes
+
+            done = monitor.decide(True, by="test person", request_id=request_id)
+            launch = done.out.launch
+            assert launch.status is LaunchStatus.SENT and launch.sent == request.command, launch
+            assert launch.verification.ok, launch.verification
+            assert [c.name for c in launch.verification.checks] == ["job_ended"]
+            assert slurm_cluster.wait_state(job_id, ["CANCELLED"]) == "CANCELLED"
+            assert tmux.text().count(request.command) == 1
+            assert f"scancel of the run's SLURM job {job_id}" in run.status()
+        finally:
+            monitor.close()
+    finally:
+        slurm_cluster.run("scancel", job_id, check=False)

@@ -135,3 +135,39 @@ def test_resubmit_command_is_the_runs_own_script_with_resume_flags(tmp_path):
 
 def test_titles_never_carry_arguments():
     assert slurm_probe.titles_of(["PRIME-RL::Trainer --token=abc", "python x.py", ""]) == ["PRIME-RL::Trainer"]
+
+
+def test_ssh_to_the_nodes_only_when_the_settings_say_so(tmp_path):
+    """`slurm_ssh = true` (TOML) or RLAGENT_SLURM_SSH=1: where srun cannot look at a running job's node,
+    `ssh NODE ps` does, and the report and the entry say it was ssh; without it, a note says why not."""
+    import os
+    import subprocess
+    import sys
+
+    from runbuilder import HRun
+
+    run = HRun(tmp_path, "ssh-run")
+    run.steps(3)
+    (run.dir / "job_5.log").write_text("job 5 started\n")
+    env = fake_bin(
+        tmp_path,
+        squeue=squeue_json(job(5, "RUNNING", run.dir, nodes="gpu1")),
+        srun="echo 'srun: error: Unable to create step for job 5: Access/permission denied' >&2; exit 1",
+        ssh="printf 'PRIME-RL::Trainer\\nPRIME-RL::Orchestrator\\nbash\\n'",
+    )
+    def check(**extra: str) -> dict:
+        home = {"RLAGENT_HOME": str(tmp_path / f"home-{len(extra)}")}  # a first check-in each time
+        done = subprocess.run(
+            [sys.executable, "-m", "rlagent", "check", str(run.dir), "--json", "--no-write"],
+            capture_output=True, text=True, env={**os.environ, **env, **home, **extra}, timeout=120,
+        )  # fmt: skip
+        return json.loads(done.stdout)
+
+    off = check()
+    assert off["slurm_nodes"] == [] and [j["job_id"] for j in off["slurm"]] == ["5"]
+    assert any(n.endswith("ssh not configured)") for n in off["notes"])
+    on = check(RLAGENT_SLURM_SSH="1")
+    [node] = on["slurm_nodes"]
+    assert (node["node"], node["via"], node["ok"]) == ("gpu1", "ssh", True)
+    assert sorted(node["titles"]) == ["PRIME-RL::Orchestrator", "PRIME-RL::Trainer"]
+    assert "node gpu1 (via ssh): Orchestrator, Trainer" in on["status_entry"]

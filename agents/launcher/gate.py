@@ -44,7 +44,12 @@ def approval_request(state: CheckinState) -> ApprovalRequest:
     why = [f"{fid} ({findings[fid].severity.value}): {findings[fid].summary}" for fid in proposal.addresses if fid in findings]
     why.append(proposal.rationale)
     plan = review.plan
-    source = plan.launch.detail if plan.launch else "tmux key"
+    if plan.launch is not None:
+        source = plan.launch.detail
+    elif proposal.job_id:
+        source = f"scancel of the run's SLURM job {proposal.job_id}"
+    else:
+        source = "tmux key"
     return ApprovalRequest(
         run_dir=state.run.run_dir,
         checkin=state.checkin,

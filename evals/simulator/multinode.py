@@ -10,7 +10,7 @@ prints its `Root Cause` block), or one node going silent; and the runbook's sbat
     logs/[attempt_N/]inference.log, inference/node_<k>.log, inference/router_0.log
 
 `python -m rlagent.evals.simulator.multinode job [resume flags]` is the job body the sbatch script
-runs; SIMJOB_MODE (`train`, `fail`), SIMJOB_STEPS, SIMJOB_PAUSE, SIMJOB_EXIT and SIMJOB_TREE (write a
+runs; SIMJOB_MODE (`train`, `fail`, `hang`), SIMJOB_STEPS, SIMJOB_PAUSE, SIMJOB_EXIT and SIMJOB_TREE (write a
 multi-node tree) shape it.
 """
 
@@ -200,7 +200,8 @@ def _new_attempt(run_dir: Path) -> Path:
 def job(argv: list[str]) -> int:
     """The body of the simulated sbatch job: prints like prime-rl's launcher into job_<id>.log,
     starts a new attempt (H) or appends to the logs (L) and writes a trainer step line every
-    SIMJOB_PAUSE seconds from the resume step on; `fail` mode exits SIMJOB_EXIT after its steps."""
+    SIMJOB_PAUSE seconds from the resume step on; `fail` mode exits SIMJOB_EXIT after its steps, `hang`
+    mode goes silent after them and stays alive."""
     layout = _flag(argv, "--layout") or "H"
     run_dir = Path.cwd()
     mode = os.environ.get("SIMJOB_MODE", "train")
@@ -224,6 +225,8 @@ def job(argv: list[str]) -> int:
             time.sleep(pause)
             out.write(loguru_line(_hms(datetime.now(UTC)), "SUCCESS", _step_line(n, pause)))
             out.flush()
+    if mode == "hang":  # a collective that never returns: alive, silent, until scancel or the time limit
+        time.sleep(24 * 3600)
     if mode == "fail":
         code = int(os.environ.get("SIMJOB_EXIT", "1"))
         print(f"Error: Trainer failed with exit code {code}", flush=True)

@@ -130,7 +130,8 @@ def find_run(run_dir: Path, framework: str | None = None):
 
 def open_monitor(run_dir: Path, settings: Settings, actions=None, framework: str | None = None):
     """The monitor of the run at `run_dir` (a user error if there is no run or no state store)."""
-    from rlagent.graph.runner import Monitor
+    from rlagent.graph.runner import Effects, Monitor
+    from rlagent.tools.slurm_probe import SlurmSettings, SystemCluster
 
     try:
         run = find_run(run_dir, framework)
@@ -147,6 +148,7 @@ def open_monitor(run_dir: Path, settings: Settings, actions=None, framework: str
             probe_timeout_s=settings.probe_timeout_s,
             actions=actions,
             llm=llm_runtime(settings),
+            effects=Effects(cluster=SystemCluster(SlurmSettings(ssh=settings.slurm_ssh))),
         )
     except OSError as exc:
         fail(f"state store under {settings.home}: {exc.strerror or exc}")
