@@ -155,6 +155,7 @@ def test_ssh_to_the_nodes_only_when_the_settings_say_so(tmp_path):
         srun="echo 'srun: error: Unable to create step for job 5: Access/permission denied' >&2; exit 1",
         ssh="printf 'PRIME-RL::Trainer\\nPRIME-RL::Orchestrator\\nbash\\n'",
     )
+
     def check(**extra: str) -> dict:
         home = {"RLAGENT_HOME": str(tmp_path / f"home-{len(extra)}")}  # a first check-in each time
         done = subprocess.run(
