@@ -153,9 +153,14 @@ def where_written(report: dict, settings: Settings) -> str:
 
 
 def write_failed(report: dict) -> None:
-    """A STATUS.md that could not be written is an error (stderr, exit status 1)."""
+    """A STATUS.md that could not be written, or a run of which nothing could be read, is an
+    error (stderr, exit status 1): never reported as a success."""
     if report.get("write_error"):
         err.print(f"rlagent: error: cannot write {report['write_error']}", markup=False)
+        raise typer.Exit(1)
+    unreadable = next((n for n in report.get("notes", []) if n.startswith("nothing could be read")), None)
+    if unreadable:
+        err.print(f"rlagent: error: {report['run_dir']}: {unreadable}", markup=False)
         raise typer.Exit(1)
 
 
