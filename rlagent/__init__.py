@@ -16,7 +16,7 @@ if (  # the `rlagent` program starting (not a library user): Ctrl-C before its m
 
     _signal.signal(_signal.SIGINT, _stop_while_starting)
 
-from loguru import logger  # noqa: E402
+from loguru import logger
 
 # A library stays quiet unless its application asks: the CLI enables these logs.
 logger.disable("rlagent")
