@@ -49,8 +49,9 @@ def write(state: CheckinState, deps: WriterDeps) -> dict:
     marker = entry_marker(deps.run_key, state.checkin)
     entry = render_entry(state, obs, marker)
     written, write_error = False, None
-    # A recorded run re-checked with nothing new would only repeat the last entry word for word.
-    unchanged = obs.offline and state.checkin > 1 and obs.bytes_read == 0 and not obs.new_attempt
+    # A recorded run re-checked with nothing new would only repeat the last entry word for word (its
+    # "now" is its newest line). A replay's check-ins have their own moments: time passing is news there.
+    unchanged = obs.offline and state.now_override is None and state.checkin > 1 and obs.bytes_read == 0 and not obs.new_attempt
     if deps.write and not unchanged:
         text = entry
         if state.checkin == 1:

@@ -34,7 +34,7 @@ from rlagent.agents.rules.thresholds import Thresholds
 from rlagent.agents.writer import WriterDeps, make_writer
 from rlagent.graph.build import Nodes, build_graph
 from rlagent.graph.store import connect, prune_checkpoints, run_key, run_lock, state_dir
-from rlagent.models.actions import ActionKind, ApprovalMode, ApprovalRequest, Decision, Gate, TmuxTarget
+from rlagent.models.actions import ApprovalMode, ApprovalRequest, Decision, Gate, TmuxTarget
 from rlagent.models.run import RunInfo
 from rlagent.models.state import CheckinOutput, CheckinState
 from rlagent.tools import journal
@@ -105,8 +105,9 @@ class NothingPending(Exception):
 
 
 class CannotSend(Exception):
-    """A Yes that cannot go out now (the tmux target is unreachable, or the pane is busy for a
-    restart): nothing was sent and the decision stays pending, so the person can fix it and retry."""
+    """A Yes that cannot go out now (the tmux server, session or window is unreachable): nothing
+    was sent and the decision stays pending, so the person can start it and answer again. (A
+    busy pane is a refusal at send time, which closes the decision: the run is not as reviewed.)"""
 
 
 class Monitor:
@@ -229,19 +230,14 @@ class Monitor:
             return self._resume(decision)
 
     def _can_send(self, request: ApprovalRequest) -> None:
-        """Before a Yes is handed to the launcher: its target must be reachable (and idle, for a
-        restart), else CannotSend and the decision stays pending. The launcher checks again at send time."""
+        """Before a Yes is handed to the launcher: its tmux target must be reachable, else
+        CannotSend and the decision stays pending. The launcher checks everything again at send time."""
         if journal.recall(self.dir, request.checkin):
             return  # already sent once: the launcher only verifies it
         try:
-            busy = self._open_pane(request.target).busy_with()
+            self._open_pane(request.target)
         except TmuxError as exc:
             raise CannotSend(f"{exc}; nothing sent, the decision is still pending") from exc
-        if busy and request.action is not ActionKind.STOP:
-            raise CannotSend(
-                f"the {request.target.window} pane of {request.target.describe()} is busy running `{busy}` "
-                "(a restart goes only to an idle shell prompt); nothing sent, the decision is still pending"
-            )
 
     def expire_if_due(self) -> CheckinState | None:
         """Close a pending decision whose time is up (as No; nothing sent); the state if it did."""

@@ -13,6 +13,7 @@ from rlagent.commands.common import HEALTH_STYLE, out
 SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
 _FINDING = re.compile(r"^- \[(critical|warning|info)\] ")
 _REVIEW_START = ("- Proposed", "- Command for ")
+_GATE_LINES = ("Awaiting a person's approval", "Not offered for approval")
 
 
 def entry_lines(entry: str, full: bool) -> list[str]:
@@ -30,6 +31,9 @@ def entry_lines(entry: str, full: bool) -> list[str]:
         if not full and top and line.startswith(_REVIEW_START):
             skipping = True  # the proposal's review rounds and the command block
             lines.append(f"[dim]{escape(line.split(':', 1)[0])}: … (review and command: --full)[/]")
+            continue
+        if skipping and line.lstrip().startswith(_GATE_LINES):
+            lines.append(escape(line))  # what happens to the proposal is never hidden
             continue
         if skipping:
             continue
