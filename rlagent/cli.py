@@ -289,6 +289,15 @@ app.command(name="demo")(_demo)
 from rlagent.commands.simulate import simulate as _simulate  # noqa: E402
 
 app.command(name="simulate")(_simulate)
+from rlagent.commands.report import report as _report  # noqa: E402
+from rlagent.commands.silence import ack as _ack  # noqa: E402
+from rlagent.commands.silence import silence as _silence  # noqa: E402
+from rlagent.commands.watch import watch as _watch  # noqa: E402
+
+app.command(name="watch")(_watch)
+app.command(name="report")(_report)
+app.command(name="silence")(_silence)
+app.command(name="ack")(_ack)
 
 
 def main() -> None:
