@@ -215,6 +215,7 @@ def render_report(
     notes: Sequence[str] = (),
     generated_at: datetime | None = None,
     fleet: bool | None = None,
+    subtitle: str = "",
 ) -> str:
     """The report page. `entries`: run dir -> its newest STATUS.md entries (oldest first)."""
     from markupsafe import Markup
@@ -248,6 +249,7 @@ def render_report(
         .get_template("report.html.j2")
         .render(
             title=title,
+            subtitle=subtitle,
             runs=runs,
             counts=counts,
             open_total=sum(len(r["open"]) for r in runs),

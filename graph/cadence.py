@@ -13,8 +13,8 @@ from rlagent.tools.textfmt import parse_cadence
 class WatchSettings(BaseModel):
     """`[watch]` in the TOML, `RLAGENT_WATCH__*`, and `rlagent watch` flags."""
 
-    workers: int = Field(4, ge=1, le=64)
-    """Check-ins running at once (threads of one process)."""
+    workers: int = Field(8, ge=1, le=64)
+    """Check-ins running at once (threads of one process: they overlap file and SQLite I/O)."""
     degraded_factor: float = Field(0.25, gt=0, le=1)
     """A Degraded or Down run is checked at this fraction of the cadence..."""
     min_cadence: str = "5m"

@@ -19,6 +19,7 @@ open Monitor, the latest snapshot, timings).
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -62,6 +63,7 @@ class RoundReport:
     number: int
     started: datetime
     seconds: float = 0.0
+    """Discovery, check-ins and notifications (the report, when written, is `report_seconds`)."""
     runs: int = 0
     outcomes: list[Outcome] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -143,22 +145,35 @@ class Watcher:
         for slot in self.slots.values():
             if slot.future is not None and not slot.future.done():
                 report.still_running.append(f"{slot.run.name} (check-in running for {self.clock() - slot.started:.0f}s)")
-        self._drop_gone()
+        changed = self._drop_gone() or bool(report.new)
         self._post_deliveries(report)
+        if changed or self.rounds == 1:
+            self._settle_memory()
+        report.seconds = self.clock() - started
         if self.settings.report is not None:
             try:
                 report.report_seconds = write_report(
                     self.settings.report,
                     [s.snapshot for s in self.slots.values() if s.snapshot is not None and not s.gone],
-                    title=f"rlagent: {', '.join(str(r) for r in self.roots)}",
+                    title="rlagent: " + ", ".join(Path(r).resolve().name or str(r) for r in self.roots),
+                    subtitle=", ".join(str(Path(r).resolve()) for r in self.roots),
                     entries=self.settings.report_entries,
                     notes=report.notes + [f"{n}: gone (deleted or moved), dropped" for n in report.gone],
                 )
             except OSError as exc:
                 report.notes.append(f"report {self.settings.report}: not written ({exc.strerror or exc})")
-        report.seconds = self.clock() - started
         report.next_in = self.next_in()
         return report
+
+    @staticmethod
+    def _settle_memory() -> None:
+        """After the set of monitors changed: collect, then freeze what survives (the monitors, their
+        compiled graphs, the modules) out of the cyclic GC's way. Every check-in allocates many
+        short-lived objects; without this, each collection walks a hundred monitors' objects
+        again (a warm round of 100 runs: about 25% of its time)."""
+        gc.unfreeze()
+        gc.collect()
+        gc.freeze()
 
     def next_in(self) -> float:
         """Seconds until the next round: the earliest due run, or a fast-cadence tick at most
@@ -194,11 +209,13 @@ class Watcher:
                 report.gone.append(slot.run.name)
                 report.notes.append(f"{slot.run.name}: run directory gone (deleted or moved): dropped ({run_dir})")
 
-    def _drop_gone(self) -> None:
-        for run_dir in [d for d, s in self.slots.items() if s.gone and s.future is None]:
+    def _drop_gone(self) -> bool:
+        dropped = [d for d, s in self.slots.items() if s.gone and s.future is None]
+        for run_dir in dropped:
             slot = self.slots.pop(run_dir)
             if slot.monitor is not None:
                 slot.monitor.close()
+        return bool(dropped)
 
     def _check(self, slot: _Slot) -> Outcome:
         """One run's check-in, on a pool thread (the only thread touching its monitor meanwhile)."""

@@ -142,7 +142,9 @@ def status_entries(run_dir: str, limit: int) -> list[str]:
     return split_entries(text, limit)
 
 
-def write_report(path: Path, snapshots: Sequence[RunSnapshot], *, title: str, entries: int, notes: Sequence[str] = ()) -> float:
+def write_report(
+    path: Path, snapshots: Sequence[RunSnapshot], *, title: str, entries: int, notes: Sequence[str] = (), subtitle: str = ""
+) -> float:
     """Render and atomically replace the report; seconds it took."""
     started = time.perf_counter()
     html = render_report(
@@ -150,6 +152,7 @@ def write_report(path: Path, snapshots: Sequence[RunSnapshot], *, title: str, en
         title=title,
         entries={s.summary.run_dir: status_entries(s.summary.run_dir, entries) for s in snapshots},
         notes=notes,
+        subtitle=subtitle,
     )
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -19,7 +19,6 @@ out = Console(highlight=False, soft_wrap=True)
 def build(roots: list[Path], settings, *, entries: int, output: Path) -> tuple[int, float, list[str]]:
     """Write the report; (runs, seconds, notes)."""
     from rlagent.graph.fleetview import find_runs, read_snapshot, write_report
-    from rlagent.graph.runner import Monitor
 
     started = time.perf_counter()
     runs, notes = find_runs(roots, settings.watch.max_depth)
@@ -30,6 +29,8 @@ def build(roots: list[Path], settings, *, entries: int, output: Path) -> tuple[i
             snapshot, _ = read_snapshot(settings.home, run.run_dir)
             if snapshot is None:
                 scratch = scratch or tempfile.TemporaryDirectory(prefix="rlagent-report-")
+                from rlagent.graph.runner import Monitor  # LangGraph: only for a run never checked
+
                 try:
                     monitor = Monitor(run, home=Path(scratch.name), offline=settings.offline, write=False)
                     try:
@@ -48,8 +49,10 @@ def build(roots: list[Path], settings, *, entries: int, output: Path) -> tuple[i
             scratch.cleanup()
     if not runs:
         notes.append("no run found under " + ", ".join(str(r) for r in roots))
-    title = "rlagent: " + (runs[0].name if len(runs) == 1 and len(roots) == 1 else ", ".join(str(r) for r in roots))
-    write_report(output, snapshots, title=title, entries=entries, notes=notes)
+    single = len(runs) == 1 and len(roots) == 1
+    title = "rlagent: " + (runs[0].name if single else ", ".join(r.resolve().name or str(r) for r in roots))
+    subtitle = runs[0].run_dir if single else ", ".join(str(r.resolve()) for r in roots)
+    write_report(output, snapshots, title=title, entries=entries, notes=notes, subtitle=subtitle)
     return len(snapshots), time.perf_counter() - started, notes
 
 

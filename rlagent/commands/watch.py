@@ -72,7 +72,7 @@ def watch(
         ),
     ] = None,
     report: Annotated[Path | None, typer.Option("--report", help="Rewrite this HTML report after every round.")] = None,
-    workers: Annotated[int | None, typer.Option("--workers", help="Check-ins at once (default 4).", min=1, max=64)] = None,
+    workers: Annotated[int | None, typer.Option("--workers", help="Check-ins at once (default 8).", min=1, max=64)] = None,
     max_depth: Annotated[
         int | None, typer.Option("--max-depth", help="How deep under a root to look for runs (default 3).")
     ] = None,
