@@ -100,7 +100,9 @@ def measure(root: Path, n: int, warm_rounds: int, workers: int, home: Path, repo
     ]
     peak = int(re.search(r"PEAK_RSS_KB (\d+)", done.stderr).group(1)) / 1024
     cold = rounds[0]
-    warm = rounds[1:]
+    # warm rounds that checked every run still watched (a small fleet's round can end before all
+    # its runs are due again, and then the next round checks only some of them)
+    warm = [r for r in rounds[1:] if r[1] == max(x[1] for x in rounds[1:])] if rounds[1:] else []
     started = time.perf_counter()
     rep = subprocess.run(
         [sys.executable, "-m", "rlagent", "report", str(root), "-o", str(report), "--offline"],

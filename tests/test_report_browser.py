@@ -14,12 +14,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from fleetkit import make_watcher, simulate
-from runbuilder import HRun
 
 from rlagent.graph.fleetview import state_db_path
 from rlagent.models.incidents import Silence
 from rlagent.tools.fleetdb import FleetDB
+
+from fleetkit import make_watcher, simulate
+from runbuilder import HRun
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
@@ -30,7 +31,6 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (a
 def report(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("report")
     root, home = tmp / "runs", tmp / "home"
-    os.environ["RLAGENT_HOME"] = str(home)  # the module-scoped fixture runs before the per-test one
     simulate("crash-oom-h", root / "sweep", run_name="lr-3e-6-oom")
     simulate("nan-h", root / "sweep" / "lr-1e-5-nan")
     simulate("healthy-h", root / "sweep" / "lr-1e-6")

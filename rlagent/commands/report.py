@@ -64,7 +64,7 @@ def report(
     ] = None,
     offline: Annotated[bool, typer.Option("--offline", help="Recorded runs: no live probes for a run never checked.")] = False,
     config: Annotated[Path | None, typer.Option("--config", help="TOML settings file.")] = None,
-    home: Annotated[Path | None, typer.Option("--home", help="Where run state is kept [env RLAGENT_HOME].")] = None,
+    home: Annotated[Path | None, typer.Option("--home", help="Where run state is kept (env RLAGENT_HOME).")] = None,
 ) -> None:
     """Write a self-contained HTML report (plots, findings, incidents, STATUS.md entries); no network needed to view it."""
     from rlagent import cli

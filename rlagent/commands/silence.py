@@ -23,7 +23,7 @@ from rich.markup import escape
 out = Console(highlight=False, soft_wrap=True)
 
 RunArg = Annotated[Path, typer.Argument(help="The run directory (one run, not a folder of runs).")]
-HomeOpt = Annotated[Path | None, typer.Option("--home", help="Where run state is kept [env RLAGENT_HOME].")]
+HomeOpt = Annotated[Path | None, typer.Option("--home", help="Where run state is kept (env RLAGENT_HOME).")]
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="TOML settings file.")]
 
 

@@ -67,9 +67,7 @@ def watch(
     max_rounds: Annotated[int | None, typer.Option("--max-rounds", help="Stop after N rounds.", min=1)] = None,
     notify: Annotated[
         list[str] | None,
-        typer.Option(
-            "--notify", help="Webhook URL (repeatable): generic JSON, Slack or Discord. Also [notify] urls in the TOML."
-        ),
+        typer.Option("--notify", help="Webhook URL (repeatable): generic JSON, Slack or Discord. Also notify.urls in the TOML."),
     ] = None,
     report: Annotated[Path | None, typer.Option("--report", help="Rewrite this HTML report after every round.")] = None,
     workers: Annotated[int | None, typer.Option("--workers", help="Check-ins at once (default 8).", min=1, max=64)] = None,
@@ -79,7 +77,7 @@ def watch(
     offline: Annotated[bool, typer.Option("--offline", help="Recorded runs: no live probes.")] = False,
     no_write: Annotated[bool, typer.Option("--no-write", help="Leave STATUS.md untouched.")] = False,
     config: Annotated[Path | None, typer.Option("--config", help="TOML settings file.")] = None,
-    home: Annotated[Path | None, typer.Option("--home", help="Where run state is kept [env RLAGENT_HOME].")] = None,
+    home: Annotated[Path | None, typer.Option("--home", help="Where run state is kept (env RLAGENT_HOME).")] = None,
     log_timezone: Annotated[str | None, typer.Option("--log-timezone", help="IANA zone of the runs' log times.")] = None,
     approve: Annotated[
         str | None, typer.Option("--approve", help="ask (decisions wait for `rlagent approve`) or never (observe only).")
@@ -87,7 +85,7 @@ def watch(
     session: Annotated[str | None, typer.Option("--session", help="tmux session of the runs (default: prime-rl).")] = None,
     tmux_socket: Annotated[str | None, typer.Option("--tmux-socket", help="tmux server socket name.")] = None,
     launch_command: Annotated[str | None, typer.Option("--launch-command", help="The runs' launch command.")] = None,
-    llm: Annotated[str | None, typer.Option("--llm", help="auto, claude or off [default: auto].")] = None,
+    llm: Annotated[str | None, typer.Option("--llm", help="auto, claude or off (default: auto).")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log timings and details to stderr.")] = False,
 ) -> None:
     """Watch every run under the roots in one process: parallel check-ins, adaptive cadence,
