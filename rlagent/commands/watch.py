@@ -128,9 +128,12 @@ def watch(
         if not root.is_dir():
             cli._fail(f"{root}: {'no such directory' if not root.exists() else 'not a directory'}")
     actions = action_config(settings, notify=lambda line: None)
-    llm_runtime = cli._llm(settings)
+    cli._llm(settings)  # says once why Claude is off when it was asked for
+    from rlagent.agents.llm.runtime import LLMRuntime
 
     def make_monitor(run):
+        # One LLM runtime per run: a runtime holds the session of the check-in it runs, and the
+        # check-ins of different runs run at the same time.
         return Monitor(
             run,
             home=settings.home,
@@ -140,7 +143,7 @@ def watch(
             log_timezone=settings.log_timezone,
             probe_timeout_s=settings.probe_timeout_s,
             actions=actions,
-            llm=llm_runtime,
+            llm=LLMRuntime.from_settings(settings.llm),
             retire_finished=True,
         )
 
