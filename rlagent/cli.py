@@ -18,9 +18,12 @@ from rlagent.commands.common import err
 from rlagent.commands.demo import demo
 from rlagent.commands.evaluate import evaluate
 from rlagent.commands.replay import replay
+from rlagent.commands.report import report
 from rlagent.commands.run import run
+from rlagent.commands.silence import ack, silence
 from rlagent.commands.simulate import simulate
 from rlagent.commands.status import status
+from rlagent.commands.watch import watch
 
 app = typer.Typer(
     help="rlagent watches a prime-rl RL training run: it reads configs, logs, metrics and rollouts, "
@@ -38,6 +41,10 @@ app.command(name="approve")(approve)
 app.command(name="status")(status)
 app.command(name="demo")(demo)
 app.command(name="simulate")(simulate)
+app.command(name="watch")(watch)
+app.command(name="report")(report)
+app.command(name="silence")(silence)
+app.command(name="ack")(ack)
 
 
 def main() -> None:

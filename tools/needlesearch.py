@@ -9,7 +9,7 @@ needle. Both return exactly the same offsets (tests/test_needlesearch.py).
 from __future__ import annotations
 
 import re
-from functools import cache
+import threading
 
 try:  # x86_64 wheels bundle the engine; elsewhere the fallback below answers the same.
     import hyperscan
@@ -34,8 +34,22 @@ def line_starts_by_find(buf: bytes, needles: tuple[bytes, ...]) -> list[int]:
     return sorted(starts)
 
 
-@cache
+_local = threading.local()
+
+
 def _database(needles: tuple[bytes, ...]):
+    """One compiled database per thread: a database's scratch space serves one scan at a time
+    (a second thread scanning meanwhile gets ScratchInUseError), and `rlagent watch` checks
+    several runs at once."""
+    cached = getattr(_local, "databases", None)
+    if cached is None:
+        cached = _local.databases = {}
+    if needles not in cached:
+        cached[needles] = _compile(needles)
+    return cached[needles]
+
+
+def _compile(needles: tuple[bytes, ...]):
     database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     database.compile(
         expressions=[re.escape(n) for n in needles],
