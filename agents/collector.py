@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 
+from rlagent.models.cluster import MultiNodeView
 from rlagent.models.observation import (
     EvalPoint,
     FileCursor,
@@ -24,7 +25,7 @@ from rlagent.models.observation import (
 )
 from rlagent.models.run import Layout
 from rlagent.models.state import CheckinState, typed_node
-from rlagent.tools import hostprobes
+from rlagent.tools import hostprobes, multinode
 from rlagent.tools.checkpoints import checkpoint_parts
 from rlagent.tools.clock import Clock, SystemClock
 from rlagent.tools.configs import read_run_config
@@ -34,6 +35,7 @@ from rlagent.tools.metrics_jsonl import REL as METRICS_REL
 from rlagent.tools.metrics_jsonl import read_metrics
 from rlagent.tools.processes import ProcessProbe, SystemProcesses
 from rlagent.tools.rollouts import l_step_fractions, sample_key, sample_rollouts
+from rlagent.tools.slurm_probe import ClusterProbe, SystemCluster
 
 HISTORY_STEPS = 1000
 """Steps of each series kept in the state store (rules look back far less)."""
@@ -55,6 +57,8 @@ class CollectorDeps:
     host: hostprobes.HostProbe = field(default_factory=hostprobes.SystemHost)
     http_get: hostprobes.HttpGet = hostprobes.urllib_get
     """How vLLM's `/metrics` is fetched."""
+    cluster: ClusterProbe = field(default_factory=SystemCluster)
+    """The run's SLURM jobs and the processes on their nodes (tools.slurm_probe)."""
 
 
 def make_collector(deps: CollectorDeps) -> Callable[[CheckinState], dict]:
@@ -84,6 +88,7 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
         notes=notes,
     )
     _read_logs(reading, state, run_dir, attempt, deps.tz)
+    tree = _read_tree(reading, state, run_dir, deps.tz)
     _read_metrics_jsonl(reading, run_dir, state.memory.cursors.get(METRICS_REL))
     rollout_stats_step = _read_l_rollout_stats(reading.history, state, run_dir)
     history, newest = reading.history, reading.newest
@@ -117,6 +122,7 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
         rollouts_per_step=rollouts_per_step or None,
         checkpoints=checkpoint_parts(run_dir, state.run.layout),
         live=live,
+        multinode=tree,
         notes=notes,
     )
     return {
@@ -179,6 +185,20 @@ def _read_logs(reading: _Reading, state: CheckinState, run_dir: Path, attempt: s
     for rel, cursor in state.memory.cursors.items():
         if rel not in reading.cursors and rel != METRICS_REL and Path(run_dir, rel).exists() and attempt is None:
             reading.cursors[rel] = cursor  # a file not listed this time but still there (kept for L)
+
+
+def _read_tree(reading: _Reading, state: CheckinState, run_dir: Path, tz: tzinfo) -> MultiNodeView | None:
+    """The per-node and per-rank logs of a multi-node run (tools.multinode), bounded."""
+    tree = multinode.read_tree(run_dir, state.run.layout, state.memory.cursors, tz)
+    reading.notes += tree.notes
+    reading.cursors.update(tree.cursors)
+    reading.new_events += tree.events
+    if tree.view is not None:
+        reading.bytes_read += tree.view.bytes_read
+        for cursor in tree.cursors.values():
+            if cursor.last_time:
+                reading.saw(cursor.last_time)
+    return tree.view
 
 
 def _read_metrics_jsonl(reading: _Reading, run_dir: Path, cursor: FileCursor | None) -> None:
@@ -353,7 +373,12 @@ def probe_live(run_dir: Path, run_name: str, inference_url: str | None, deps: Co
         live.disk_free_ratio, live.disk_free_gib = deps.host.disk_free(run_dir)
     except OSError as exc:
         live.problems.append(f"host probe failed: {exc}")
-    live.slurm = hostprobes.slurm_job_states(run_dir) or None
+    cluster = deps.cluster.probe(run_dir)
+    if cluster is not None:
+        live.slurm_jobs = cluster.report
+        live.slurm = cluster.states() or None
+        live.node_processes = cluster.nodes
+        live.problems += cluster.notes
     if inference_url:
         try:
             live.vllm = hostprobes.probe_vllm(inference_url, deps.probe_timeout_s, deps.http_get)

@@ -16,6 +16,7 @@ from rlagent.tools import launch_source
 from rlagent.tools.checkpoints import checkpoint_parts, newest_complete
 from rlagent.tools.launch_command import CommandError, build_argv, command_line, parse_launch_command
 from rlagent.tools.processes import ProcessProbe, SystemProcesses
+from rlagent.tools.resubmit import build_resubmit_argv, resubmit_script, scancel_argv
 from rlagent.tools.tmux import PaneOpener, TmuxError, open_launcher
 
 ASK_FOR_IT = (
@@ -75,7 +76,15 @@ def plan_command(state: CheckinState, deps: PlanDeps) -> CommandPlan:
     proposal = state.out.proposal
     assert proposal is not None, "a plan is made for a proposal"
     if proposal.action is ActionKind.STOP:
+        if proposal.job_id:
+            try:
+                argv = scancel_argv(proposal.job_id)
+            except CommandError as exc:
+                return CommandPlan(target=deps.target, problem=str(exc))
+            return CommandPlan(target=deps.target, send=command_line(argv), argv=argv)
         return CommandPlan(target=deps.target, send="C-c", keys=True)
+    if proposal.action is ActionKind.RESUBMIT:
+        return plan_resubmit(state, deps)
     launch, tried = find_launch_command(state, deps)
     if launch is None:
         return CommandPlan(
@@ -95,6 +104,31 @@ def plan_command(state: CheckinState, deps: PlanDeps) -> CommandPlan:
             overrides=proposal.overrides,
             max_steps=state.memory.config.max_steps,
         )
+    except CommandError as exc:
+        return CommandPlan(target=deps.target, launch=launch, resume_step=resume, problem=str(exc))
+    return CommandPlan(target=deps.target, launch=launch, send=command_line(argv), argv=argv, resume_step=resume)
+
+
+def plan_resubmit(state: CheckinState, deps: PlanDeps) -> CommandPlan:
+    """`sbatch <the run's script> <resume flags>` (tools.resubmit)."""
+    proposal, run = state.out.proposal, state.run
+    assert proposal is not None
+    script, why = resubmit_script(Path(run.run_dir))
+    if script is None:
+        return CommandPlan(target=deps.target, problem=f"no batch script to resubmit: {why}")
+    launch = LaunchCommand(
+        argv=[str(script)],
+        source=LaunchSource.SBATCH,
+        detail=f"{script.name}, the run's batch script (it passes its arguments to rl)",
+    )
+    resume = newest_complete(checkpoint_parts(Path(run.run_dir), run.layout, newest=10**6))
+    if resume is None:
+        return CommandPlan(target=deps.target, launch=launch, problem="no complete checkpoint to resume from")
+    try:
+        argv = build_resubmit_argv(
+            script, layout=run.layout.value, run_dir=run.run_dir, run_name=run.name, resume_step=resume,
+            overrides=proposal.overrides, max_steps=state.memory.config.max_steps,
+        )  # fmt: skip
     except CommandError as exc:
         return CommandPlan(target=deps.target, launch=launch, resume_step=resume, problem=str(exc))
     return CommandPlan(target=deps.target, launch=launch, send=command_line(argv), argv=argv, resume_step=resume)

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import math
 
-from rlagent.agents.rules.context import RuleContext
+from rlagent.agents.rules.cluster import newest_job
+from rlagent.agents.rules.context import SLURM_FAILED, RuleContext
 from rlagent.models.actions import (
     KNOBS,
     ActionKind,
@@ -25,6 +26,7 @@ from rlagent.models.actions import (
     ProcessClaim,
     Proposal,
     Review,
+    SlurmClaim,
     StallClaim,
 )
 from rlagent.models.findings import Finding
@@ -103,6 +105,12 @@ def _restart(ctx: RuleContext, by_id: dict[str, Finding], down: list[str]) -> tu
         return None, ["the run is down after NaN values: a checkpoint may hold them; no restart proposed"]
     if _critical(by_id, "host_oom"):
         return None, ["the run was killed for host memory: the same restart would be killed again; no restart proposed"]
+    job = newest_job(ctx)
+    if job is not None and job.active:
+        return None, [
+            f"the logs show the run down, but its SLURM job {job.job_id} is {job.state}: no restart proposed while it holds "
+            "its allocation"
+        ]
     resume = newest_complete(ctx.observation.checkpoints)
     if resume is None:
         return None, [
@@ -113,6 +121,8 @@ def _restart(ctx: RuleContext, by_id: dict[str, Finding], down: list[str]) -> tu
     primary = "run_crashed" if claim is not None else "process_down"
     if claim is None:
         claim = process_claim(ctx) if "process_down" in down else None
+    if claim is None and job is not None and job.state in SLURM_FAILED and "run_crashed" in down:
+        claim, primary = SlurmClaim(job_id=job.job_id, state=job.state), "run_crashed"
     if claim is None:
         return None, ["the run looks down but no claim can be checked on disk; no restart proposed"]
     addresses, overrides, notes = [primary], [], []
@@ -135,12 +145,16 @@ def _restart(ctx: RuleContext, by_id: dict[str, Finding], down: list[str]) -> tu
     action = ActionKind.RESTART_WITH_OVERRIDES if overrides else ActionKind.RESTART
     why = by_id[primary].summary
     rationale = f"{primary}: {why}. Resume from checkpoint step {resume}, the newest with both trainer and orchestrator state"
+    if job is not None:  # a SLURM run: a new job of its own batch script, not a launch on this host
+        action = ActionKind.RESUBMIT
+        rationale += f"; resubmitted as a new SLURM job of the run's sbatch script (job {job.job_id} ended {job.state})"
     for override in overrides:
         finding = next(f for f, (knob, _) in OVERRIDE_FOR.items() if knob is override.knob)
         rationale += f"; {override.knob.value} {override.current:g} -> {override.text()} for {finding}"
     proposal = Proposal(
-        action=action, addresses=addresses, claim=claim, rationale=rationale + ".", resume_step=resume, overrides=overrides
-    )
+        action=action, addresses=addresses, claim=claim, rationale=rationale + ".", resume_step=resume, overrides=overrides,
+        job_id=job.job_id if job is not None else None,
+    )  # fmt: skip
     return proposal, notes
 
 
@@ -158,13 +172,16 @@ def _stop(ctx: RuleContext, by_id: dict[str, Finding]) -> tuple[Proposal | None,
     if _critical(by_id, "run_stalled"):
         process = "trainer" if ctx.last_step("trainer") is not None else "orchestrator"
         last = ctx.last_step(process)
+        job = newest_job(ctx)
+        running = job.job_id if job is not None and job.state == "RUNNING" else None
         if last is not None:
             return Proposal(
                 action=ActionKind.STOP,
                 addresses=["run_stalled"],
                 claim=StallClaim(process=process, last_step=last),
                 rationale=f"run_stalled: {by_id['run_stalled'].summary}. A hung run holds its GPUs; stop it so it can "
-                "be restarted from its newest checkpoint.",
+                "be restarted from its newest checkpoint" + (f" (scancel of its SLURM job {running})." if running else "."),
+                job_id=running,
             ), []
     return None, []
 

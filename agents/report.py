@@ -7,6 +7,7 @@ from datetime import UTC
 
 from rlagent.agents.llm.runtime import llm_report
 from rlagent.models.actions import ApprovalRequest
+from rlagent.models.observation import Observation
 from rlagent.models.state import CheckinState
 from rlagent.tools.untrusted import scrub
 
@@ -31,6 +32,7 @@ def build_report(state: CheckinState, pending: ApprovalRequest | None = None) ->
             )
             for f in state.out.findings
         ],
+        "slurm": slurm_jobs(obs),
         "proposal": state.out.proposal.model_dump(mode="json") if state.out.proposal else None,
         "proposal_notes": state.out.proposal_notes,
         "reviews": [r.model_dump(mode="json") for r in state.out.reviews],
@@ -43,3 +45,18 @@ def build_report(state: CheckinState, pending: ApprovalRequest | None = None) ->
         "llm": llm_report(state.out.llm),
     }
     return scrub(report)  # findings, notes and samples quote logs and rollouts: no control sequence reaches stdout
+
+
+SLURM_FIELDS = ("job_id", "state", "reason", "nodes", "elapsed_s", "time_limit_s", "exit_code")
+
+
+def slurm_jobs(obs: Observation) -> list[dict]:
+    """The run's SLURM jobs (DESIGN.md: `job_id`, `state`, `reason`, `nodes`, `elapsed_s`,
+    `time_limit_s`, `exit_code`), plus how each was matched and which command answered."""
+    report = obs.live.slurm_jobs
+    if report is None:
+        return []
+    return [
+        {**job.model_dump(mode="json", include=set(SLURM_FIELDS)), "matched_by": job.matched_by, "source": job.source}
+        for job in report.jobs
+    ]

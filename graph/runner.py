@@ -41,6 +41,7 @@ from rlagent.tools.clock import Clock, SystemClock
 from rlagent.tools.dayclock import local_tz
 from rlagent.tools.hostprobes import HostProbe, HttpGet, SystemHost, urllib_get
 from rlagent.tools.processes import ProcessProbe, SystemProcesses
+from rlagent.tools.slurm_probe import ClusterProbe, SystemCluster
 from rlagent.tools.statusfile import StatusFile, StatusSink
 from rlagent.tools.tmux import PaneOpener, open_launcher
 
@@ -67,6 +68,8 @@ class Effects:
     """vLLM `/metrics`."""
     open_pane: PaneOpener = open_launcher
     """The run's tmux Launcher pane."""
+    cluster: ClusterProbe = field(default_factory=SystemCluster)
+    """The run's SLURM jobs and the processes on their nodes."""
 
 
 @dataclass(frozen=True)
@@ -139,6 +142,7 @@ class Monitor:
             processes=effects.processes,
             host=effects.host,
             http_get=effects.http_get,
+            cluster=effects.cluster,
         )
         self._writer_deps = WriterDeps(run_key=self.key, write=write, status=effects.status)
         self.actions = actions or ActionConfig()
@@ -172,6 +176,7 @@ class Monitor:
                     notify=self.actions.notify,
                     open_pane=effects.open_pane,
                     processes=effects.processes,
+                    cluster=effects.cluster,
                     status=effects.status,
                 )
             ),

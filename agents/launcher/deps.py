@@ -9,6 +9,7 @@ from pathlib import Path
 
 from rlagent.tools.clock import Clock, SystemClock
 from rlagent.tools.processes import ProcessProbe, SystemProcesses
+from rlagent.tools.slurm_probe import ClusterProbe, SystemCluster
 from rlagent.tools.statusfile import StatusFile, StatusSink
 from rlagent.tools.tmux import PaneOpener, open_launcher
 
@@ -34,5 +35,7 @@ class LauncherDeps:
     """How the Launcher pane is reached (tools.tmux)."""
     processes: ProcessProbe = field(default_factory=SystemProcesses)
     """Whether the run's processes are back (restart) or gone (stop)."""
+    cluster: ClusterProbe = field(default_factory=SystemCluster)
+    """The run's SLURM jobs: a resubmission is verified by a new job RUNNING, a scancel by the job ending."""
     status: StatusSink = field(default_factory=StatusFile)
     """Where the follow-up entry is appended (the run's STATUS.md)."""

@@ -99,7 +99,9 @@ def carry_out(
     if isinstance(sent, NotSent):
         return outcome(sent.status, sent.note), None
     deps.notify(f"verifying (up to {deps.verify_timeout_s:.0f} s)")
-    verification, note = verify(state, proposal.action, sent.baseline, plan.resume_step or 0, deps, sent.pane)
+    verification, note = verify(
+        state, proposal.action, sent.baseline, plan.resume_step or 0, deps, sent.pane, job_id=proposal.job_id
+    )
     deps.notify(note)
     sent_at = sent.baseline.sent_at or deps.clock.now()
     record = DispatchRecord(

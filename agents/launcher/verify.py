@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from rlagent.agents.launcher.deps import LauncherDeps
 from rlagent.models.actions import RESTARTS, ActionKind, Check, Verification
 from rlagent.models.run import Layout
+from rlagent.models.slurm import ACTIVE_STATES
 from rlagent.models.state import CheckinState
 from rlagent.tools.evidence import newest_step, process_logs
 from rlagent.tools.layout import current_attempt
@@ -28,6 +29,8 @@ class Baseline(BaseModel):
     trainer_log: str | None = None
     trainer_offset: int = 0
     sent_at: datetime | None = None
+    job_ids: list[str] = []
+    """SLURM: the run's jobs before the send (a resubmission's job is one not among them)."""
 
 
 def take_baseline(state: CheckinState) -> Baseline:
@@ -41,9 +44,18 @@ def take_baseline(state: CheckinState) -> Baseline:
 
 
 def verify(
-    state: CheckinState, action: ActionKind, baseline: Baseline, resume_step: int, deps: LauncherDeps, pane: PaneLike | None
-) -> tuple[Verification, str]:
+    state: CheckinState, action: ActionKind, baseline: Baseline, resume_step: int, deps: LauncherDeps, pane: PaneLike | None,
+    job_id: str | None = None,
+) -> tuple[Verification, str]:  # fmt: skip
     """(the verification, its one-line note) for a sent restart or stop."""
+    if action is ActionKind.RESUBMIT:
+        verification = verify_resubmit(state, baseline, resume_step, deps)
+        failed = "; ".join(c.detail for c in verification.checks if not c.ok)
+        return verification, "resubmission verified" if verification.ok else "resubmission failed: " + failed
+    if action is ActionKind.STOP and job_id:
+        verification = verify_scancel(state, job_id, deps, pane)
+        failed = "; ".join(c.detail for c in verification.checks if not c.ok)
+        return verification, "scancel verified" if verification.ok else "scancel not confirmed: " + failed
     if action in RESTARTS:
         verification = verify_restart(state, baseline, resume_step, deps, pane)
         failed = "; ".join(c.detail for c in verification.checks if not c.ok)
@@ -125,6 +137,57 @@ def verify_restart(
         if waited >= deps.verify_timeout_s:
             timeout = Check(name="in_time", ok=False, detail=f"not back within {deps.verify_timeout_s:.0f} s")
             return Verification(ok=False, checks=[*checks, timeout], step=step, attempt=attempt, waited_s=round(waited, 1))
+        deps.clock.sleep(deps.verify_poll_s)
+
+
+def _jobs(state: CheckinState, deps: LauncherDeps) -> dict[str, str]:
+    cluster = deps.cluster.probe(Path(state.run.run_dir))
+    return cluster.states() if cluster is not None else {}
+
+
+def verify_resubmit(state: CheckinState, baseline: Baseline, resume_step: int, deps: LauncherDeps) -> Verification:
+    """Poll until a new SLURM job of the run is RUNNING, then a new attempt (H) or fresh trainer
+    lines (L) and the step past the resume step; bounded by the verification timeout."""
+    started = deps.clock.monotonic()
+    while True:
+        jobs = _jobs(state, deps)
+        new = {j: s for j, s in jobs.items() if j not in baseline.job_ids}
+        running = sorted(j for j, s in new.items() if s == "RUNNING")
+        seen = ", ".join(f"{j} {s}" for j, s in sorted(new.items())) or "none"
+        job_check = Check(
+            name="new_job_running",
+            ok=bool(running),
+            detail=f"new SLURM job {running[-1]} RUNNING" if running else f"no new SLURM job running yet (new jobs: {seen})",
+        )
+        checks, step, attempt = restart_checks(state, baseline, resume_step, deps)
+        checks = [job_check, *(c for c in checks if c.name != "processes_back")]  # the processes run on the job's nodes
+        waited = deps.clock.monotonic() - started
+        ended = sorted(j for j, s in new.items() if s not in ACTIVE_STATES)
+        if all(c.ok for c in checks):
+            return Verification(ok=True, checks=checks, step=step, attempt=attempt, waited_s=round(waited, 1))
+        if ended and not running and not any(s in ACTIVE_STATES for s in new.values()):
+            gone = Check(name="job_alive", ok=False, detail=f"the new job ended: {', '.join(f'{j} {new[j]}' for j in ended)}")
+            return Verification(ok=False, checks=[*checks, gone], step=step, attempt=attempt, waited_s=round(waited, 1))
+        if waited >= deps.verify_timeout_s:
+            timeout = Check(name="in_time", ok=False, detail=f"not back within {deps.verify_timeout_s:.0f} s")
+            return Verification(ok=False, checks=[*checks, timeout], step=step, attempt=attempt, waited_s=round(waited, 1))
+        deps.clock.sleep(deps.verify_poll_s)
+
+
+def verify_scancel(state: CheckinState, job_id: str, deps: LauncherDeps, pane: PaneLike | None) -> Verification:
+    started = deps.clock.monotonic()
+    while True:
+        job_state = _jobs(state, deps).get(job_id, "gone")
+        checks = [
+            Check(
+                name="job_ended",
+                ok=job_state not in ACTIVE_STATES,
+                detail=f"SLURM job {job_id} is {job_state}",
+            )
+        ]
+        waited = deps.clock.monotonic() - started
+        if all(c.ok for c in checks) or waited >= deps.verify_timeout_s:
+            return Verification(ok=all(c.ok for c in checks), checks=checks, waited_s=round(waited, 1))
         deps.clock.sleep(deps.verify_poll_s)
 
 

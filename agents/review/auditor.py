@@ -6,9 +6,10 @@ at file:line, the metric value at its step, the process table, the newest step a
 from __future__ import annotations
 
 from rlagent.agents.review.protocol import ReviewPacket
-from rlagent.models.actions import Check, LogClaim, MetricClaim, ProcessClaim, StallClaim, Verdict
+from rlagent.models.actions import Check, LogClaim, MetricClaim, ProcessClaim, SlurmClaim, StallClaim, Verdict
 from rlagent.tools.evidence import inside, line_at, metric_on_disk, newest_step, process_logs, same_value
 from rlagent.tools.processes import find_run_processes
+from rlagent.tools.slurm import job_states
 from rlagent.tools.textfmt import fmt
 
 MATCH_CHARS = 120
@@ -37,7 +38,20 @@ class EvidenceAuditor:
             return self._metric(packet, claim)
         if isinstance(claim, ProcessClaim):
             return self._processes(packet, claim)
+        if isinstance(claim, SlurmClaim):
+            return self._slurm(claim)
         return self._stall(packet, claim)
+
+    def _slurm(self, claim: SlurmClaim) -> Check:
+        report = job_states([claim.job_id])
+        job = report.job(claim.job_id)
+        if job is None:
+            return Check(
+                name="claim_on_disk", ok=False, detail=f"SLURM does not know job {claim.job_id} now ({'; '.join(report.notes)})"
+            )
+        if job.state != claim.state:
+            return Check(name="claim_on_disk", ok=False, detail=f"SLURM job {claim.job_id} is {job.state} now, not {claim.state}")
+        return Check(name="claim_on_disk", ok=True, detail=f"{claim.cite()} (asked {job.source} again)")
 
     def _log(self, packet: ReviewPacket, claim: LogClaim) -> Check:
         path = inside(packet.run_dir, claim.file)

@@ -10,9 +10,10 @@ from rlagent.agents.llm.evidence import Readers
 from rlagent.agents.llm.models import AuditVerdict, ReadLogLines
 from rlagent.agents.review.claude_base import ClaudePersona, disk_verifier, opinion
 from rlagent.agents.review.protocol import ReviewPacket
-from rlagent.models.actions import Check, LogClaim, MetricClaim, ProcessClaim, StallClaim
+from rlagent.models.actions import Check, LogClaim, MetricClaim, ProcessClaim, SlurmClaim, StallClaim
 from rlagent.tools.evidence import metric_on_disk, newest_step, process_logs
 from rlagent.tools.loglines import clean, parse_head
+from rlagent.tools.slurm import job_states
 from rlagent.tools.steplines import parse_step_line
 from rlagent.tools.textfmt import fmt
 from rlagent.tools.untrusted import clip, data_fence
@@ -60,6 +61,9 @@ def reread(packet: ReviewPacket) -> str:
         if processes is None:
             return "processes were not probed (offline): the claim cannot be checked"
         return "live processes of the run: " + (", ".join(f"{p.role} (pid {p.pid})" for p in processes) or "none")
+    if isinstance(claim, SlurmClaim):
+        job = job_states([claim.job_id]).job(claim.job_id)
+        return f"SLURM job {claim.job_id} now: {job.state if job else 'unknown to SLURM'}"
     assert isinstance(claim, StallClaim)
     steps = [s for p in process_logs(packet.run_dir, packet.run.layout, claim.process) if (s := newest_step(p, claim.process))]
     newest = max(steps, default=None)

@@ -6,7 +6,9 @@
   not running; the restart budget (default 3 per 24 h per run) is not spent; it is not a loop
   (the last restart resumed from the same checkpoint and the run went down again);
 - the command is exactly what rlagent builds from the launch command and the typed action;
-- stops: the run is running (a Ctrl-C into an idle pane is pointless).
+- stops: the run is running (a Ctrl-C into an idle pane is pointless); a scancel: its job is active;
+- resubmits (SLURM): `sbatch` of the run's own batch script, rebuilt here; no job of the run is
+  still active (pending or running).
 """
 
 from __future__ import annotations
@@ -15,11 +17,11 @@ import shlex
 from datetime import timedelta
 
 from rlagent.agents.review.protocol import ReviewPacket
-from rlagent.models.actions import ActionKind, Check, Verdict
+from rlagent.models.actions import RESTARTS, ActionKind, Check, Verdict
 from rlagent.tools.checkpoints import checkpoint_parts, newest_complete
 from rlagent.tools.launch_command import CommandError, build_argv, flag_value
+from rlagent.tools.resubmit import build_resubmit_argv, resubmit_script
 
-RESTARTS = (ActionKind.RESTART, ActionKind.RESTART_WITH_OVERRIDES)
 BUDGET_WINDOW = timedelta(hours=24)
 
 
@@ -35,7 +37,7 @@ class SafetyOfficer:
         checks = [
             Check(name="command_built", ok=False, detail=plan.problem or "no command")
             if plan.send is None
-            else Check(name="command_built", ok=True, detail=f"from {plan.launch.detail}" if plan.launch else "tmux key C-c"),
+            else Check(name="command_built", ok=True, detail=f"from {plan.launch.detail}" if plan.launch else plan.display()),
             self._not_finished(packet),
         ]
         if packet.proposal.action in RESTARTS:
@@ -75,6 +77,8 @@ class SafetyOfficer:
         return Check(name="checkpoint_complete", ok=True, detail=f"checkpoints/step_{newest}: trainer/.metadata and progress.pt")
 
     def _down(self, packet: ReviewPacket) -> Check:
+        if packet.proposal.action is ActionKind.RESUBMIT:
+            return self._no_active_job(packet)
         processes = packet.observation.live.processes
         if processes is None:
             return Check(name="run_down", ok=False, detail="processes not probed (offline): cannot confirm the run is down")
@@ -83,7 +87,24 @@ class SafetyOfficer:
             return Check(name="run_down", ok=False, detail=f"the run still has live processes: {alive}")
         return Check(name="run_down", ok=True, detail="no live PRIME-RL process of this run")
 
+    def _no_active_job(self, packet: ReviewPacket) -> Check:
+        report = packet.observation.live.slurm_jobs
+        if report is None:
+            return Check(name="run_down", ok=False, detail="SLURM not probed: cannot confirm the run has no job left")
+        active = [f"{j.job_id} ({j.state})" for j in report.jobs if j.active]
+        if active:
+            return Check(name="run_down", ok=False, detail=f"the run still has SLURM job(s) {', '.join(active)}")
+        ended = ", ".join(f"{j.job_id} {j.state}" for j in report.jobs) or "none"
+        return Check(name="run_down", ok=True, detail=f"no active SLURM job of this run (jobs: {ended})")
+
     def _running(self, packet: ReviewPacket) -> Check:
+        job_id = packet.proposal.job_id
+        if job_id:
+            report = packet.observation.live.slurm_jobs
+            job = report.job(job_id) if report else None
+            if job is None or not job.active:
+                return Check(name="run_running", ok=False, detail=f"SLURM job {job_id} is not active: nothing to cancel")
+            return Check(name="run_running", ok=True, detail=f"SLURM job {job_id} is {job.state}")
         processes = packet.observation.live.processes
         if not processes:
             why = "processes not probed (offline)" if processes is None else "no live PRIME-RL process of this run"
@@ -119,15 +140,7 @@ class SafetyOfficer:
         if plan.launch is None or plan.resume_step is None:
             return Check(name="matches_launch_command", ok=False, detail="no launch command or resume step")
         try:
-            expected = build_argv(
-                plan.launch.argv,
-                layout=run.layout.value,
-                run_dir=run.run_dir,
-                run_name=run.name,
-                resume_step=plan.resume_step,
-                overrides=packet.proposal.overrides,
-                max_steps=packet.config.max_steps,
-            )
+            expected = rebuild(packet)
         except CommandError as exc:
             return Check(name="matches_launch_command", ok=False, detail=str(exc))
         try:
@@ -146,3 +159,26 @@ class SafetyOfficer:
             ok=True,
             detail=f"rebuilt word for word from the launch command ({plan.launch.source.value}) and the typed action",
         )
+
+
+def rebuild(packet: ReviewPacket) -> list[str]:
+    """The command rebuilt independently from the reviewed plan's launch command and the typed action."""
+    plan, run = packet.plan, packet.run
+    assert plan.launch is not None and plan.resume_step is not None
+    if packet.proposal.action is ActionKind.RESUBMIT:
+        script, why = resubmit_script(packet.run_dir)
+        if script is None or [str(script)] != plan.launch.argv:
+            raise CommandError(f"the batch script is not the one reviewed ({why or script})")
+        return build_resubmit_argv(
+            script, layout=run.layout.value, run_dir=run.run_dir, run_name=run.name, resume_step=plan.resume_step,
+            overrides=packet.proposal.overrides, max_steps=packet.config.max_steps,
+        )  # fmt: skip
+    return build_argv(
+        plan.launch.argv,
+        layout=run.layout.value,
+        run_dir=run.run_dir,
+        run_name=run.name,
+        resume_step=plan.resume_step,
+        overrides=packet.proposal.overrides,
+        max_steps=packet.config.max_steps,
+    )

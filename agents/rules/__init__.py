@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from rlagent.agents.rules import health, performance, progress, stability
+from rlagent.agents.rules import cluster, health, performance, progress, stability
 from rlagent.agents.rules.context import RuleContext
 from rlagent.agents.rules.thresholds import Thresholds
 from rlagent.models.findings import Finding
@@ -16,10 +16,10 @@ from rlagent.models.run import Health, Severity
 
 Rule = Callable[[RuleContext], Finding | list[Finding] | None]
 
-RULES: tuple[Rule, ...] = (*health.RULES, *progress.RULES, *stability.RULES, *performance.RULES)
+RULES: tuple[Rule, ...] = (*health.RULES, *cluster.RULES, *progress.RULES, *stability.RULES, *performance.RULES)
 
 SEVERITY_RANK = {Severity.CRITICAL: 0, Severity.WARNING: 1, Severity.INFO: 2}
-DOWN_IDS = frozenset({"run_crashed", "process_down", "run_stalled"})
+DOWN_IDS = frozenset({"run_crashed", "process_down", "run_stalled"}) | cluster.DOWN_IDS
 """Findings that mean the run is not training (when not merely informational)."""
 
 __all__ = ["DOWN_IDS", "RULES", "RuleContext", "Thresholds", "health_of", "run_rules"]

@@ -44,10 +44,26 @@ CATALOGUE: dict[str, Category] = {
     "kv_cache_saturated": Category.PERFORMANCE,
     "step_time_regression": Category.PERFORMANCE,
     "off_policy_drops": Category.PERFORMANCE,
+    # clusters: SLURM jobs and multi-node logs
+    "slurm_job_failed": Category.HEALTH,
+    "slurm_timeout": Category.HEALTH,
+    "slurm_oom": Category.HEALTH,
+    "node_fail": Category.HEALTH,
+    "slurm_pending": Category.HEALTH,
+    "slurm_preempted": Category.HEALTH,
+    "time_limit_risk": Category.HEALTH,
+    "rank_failed": Category.HEALTH,
+    "node_silent": Category.HEALTH,
 }
 """Every finding id of reference/findings.md, with its category (a public contract: never renamed)."""
 
 FINDING_IDS: tuple[str, ...] = tuple(CATALOGUE)
+
+CLUSTER_IDS: tuple[str, ...] = (
+    "slurm_job_failed", "slurm_timeout", "slurm_oom", "node_fail", "slurm_pending", "slurm_preempted", "time_limit_risk",
+    "rank_failed", "node_silent",
+)  # fmt: skip
+"""Ids that need a live SLURM probe or a multi-node log tree (agents/rules/cluster.py)."""
 
 
 def finding(

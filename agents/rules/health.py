@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from rlagent.agents.rules.catalogue import finding
+from rlagent.agents.rules.cluster import slurm_job_active
 from rlagent.agents.rules.context import RuleContext, aware, cite_events, file_process, fmt, pct, point
 from rlagent.models.findings import Finding
 from rlagent.models.observation import LogEvent
@@ -117,8 +118,8 @@ def run_crashed(ctx: RuleContext) -> Finding | None:
 def process_down(ctx: RuleContext) -> Finding | None:
     """Live check-ins only: an expected PRIME-RL process is gone while the run has not finished."""
     processes = ctx.observation.live.processes
-    if processes is None or ctx.finished:
-        return None
+    if processes is None or ctx.finished or slurm_job_active(ctx):
+        return None  # a SLURM job's processes run on its nodes, not here
     alive = {p.role for p in processes}
     expected = set(ctx.thresholds.required_roles) | {r for r in ctx.processes_seen if not _TRANSIENT_ROLE.match(r)}
     missing = sorted(expected - alive)
@@ -153,7 +154,7 @@ def run_stalled(ctx: RuleContext) -> Finding | None:
     if ctx.stopped:
         return None
     processes = ctx.observation.live.processes
-    if processes is not None and not {"Trainer", "Orchestrator"} & {p.role for p in processes}:
+    if processes is not None and not {"Trainer", "Orchestrator"} & {p.role for p in processes} and not slurm_job_active(ctx):
         return None  # nothing alive to stall: process_down speaks
     last_seen = ctx.newest_step_time
     if last_seen is None:

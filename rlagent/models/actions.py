@@ -23,10 +23,13 @@ class ActionKind(StrEnum):
     RESTART_WITH_OVERRIDES = "restart_with_overrides"
     """The same, with typed config overrides appended."""
     STOP = "stop"
-    """Ctrl-C into the Launcher pane (prime-rl's launcher then tears its processes down)."""
+    """Ctrl-C into the Launcher pane (prime-rl's launcher then tears its processes down); for a
+    hung SLURM job, `scancel <job>` typed into it."""
+    RESUBMIT = "resubmit"
+    """SLURM: `sbatch` of the run's own batch script with the resume flags (tools.resubmit)."""
 
 
-RESTARTS = (ActionKind.RESTART, ActionKind.RESTART_WITH_OVERRIDES)
+RESTARTS = (ActionKind.RESTART, ActionKind.RESTART_WITH_OVERRIDES, ActionKind.RESUBMIT)
 
 
 class Knob(StrEnum):
@@ -156,7 +159,17 @@ class StallClaim(BaseModel):
         return f"no {self.process} step after step {self.last_step}"
 
 
-Claim = Annotated[LogClaim | MetricClaim | ProcessClaim | StallClaim, Field(discriminator="kind")]
+class SlurmClaim(BaseModel):
+    kind: Literal["slurm"] = "slurm"
+    job_id: str
+    state: str
+    """The state the job was seen in (FAILED, TIMEOUT, RUNNING for a hung job...)."""
+
+    def cite(self) -> str:
+        return f"SLURM job {self.job_id} JobState={self.state}"
+
+
+Claim = Annotated[LogClaim | MetricClaim | ProcessClaim | StallClaim | SlurmClaim, Field(discriminator="kind")]
 
 
 class Proposal(BaseModel):
@@ -173,9 +186,13 @@ class Proposal(BaseModel):
     overrides: list[Override] = Field(default_factory=list)
     revision: int = 0
     """0 as first proposed; 1 after the diagnostician revised it once following a rejection."""
+    job_id: str | None = None
+    """SLURM: the job a stop cancels (`scancel`), or the ended job a resubmit follows."""
 
     def headline(self) -> str:
         if self.action is ActionKind.STOP:
+            if self.job_id:
+                return f"stop the run (scancel SLURM job {self.job_id})"
             return "stop the run (Ctrl-C into the Launcher pane)"
         text = f"{self.action.value} from checkpoint step {self.resume_step}"
         if self.overrides:

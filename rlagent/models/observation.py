@@ -8,6 +8,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from rlagent.models.cluster import MultiNodeView, NodeProcesses
+from rlagent.models.slurm import SlurmReport
+
 Process = Literal["trainer", "orchestrator"]
 
 
@@ -136,7 +139,11 @@ class LiveProbes(BaseModel):
     disk_free_gib: float | None = None
     vllm: dict[str, float] | None = None
     slurm: dict[str, str] | None = None
-    """SLURM job id -> state (RUNNING, FAILED, ...) for the run's `job_<id>.log` files."""
+    """SLURM job id -> state (RUNNING, FAILED, ...) of the run's jobs."""
+    slurm_jobs: SlurmReport | None = None
+    """The run's SLURM jobs in full (how each was matched, reason, nodes, times), None when not probed."""
+    node_processes: list[NodeProcesses] | None = None
+    """PRIME-RL processes on the nodes of the run's running job (srun --overlap or ssh)."""
     problems: list[str] = Field(default_factory=list)
 
 
@@ -176,5 +183,7 @@ class Observation(BaseModel):
     checkpoints: dict[int, list[str]] = Field(default_factory=dict)
     """Newest checkpoint steps -> parts present (`trainer`, `orchestrator`)."""
     live: LiveProbes = Field(default_factory=LiveProbes)
+    multinode: MultiNodeView | None = None
+    """The per-node and per-rank logs of a multi-node run; None for a single-node one."""
     notes: list[str] = Field(default_factory=list)
     """Clear notes about bad input (truncated/binary lines, rotated or deleted logs, malformed files)."""

@@ -1,0 +1,111 @@
+"""Multi-node log trees (evals/simulator/multinode.py) read by the collector and judged by the
+cluster rules: the first failing rank named as the root cause, a node gone silent, hundreds of
+rank files read incrementally and bounded, both layouts."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, timedelta
+
+from rlagent.evals.simulator.multinode import Failure, Silence, write_many_ranks, write_tree
+from rlagent.graph.runner import Effects, Monitor
+from rlagent.models.run import Layout
+from rlagent.tools import multinode
+from rlagent.tools.clock import SystemClock
+from rlagent.tools.layout import discover_run
+
+from runbuilder import START, HRun
+
+
+class NoCluster:
+    def probe(self, run_dir):
+        return None
+
+
+def monitor(run: HRun, tmp_path, when=None):
+    clock = SystemClock(lambda: when or run.clock)
+    return Monitor(discover_run(run.dir), home=tmp_path / "home", effects=Effects(clock=clock, cluster=NoCluster()))
+
+
+def findings(state):
+    return {f.id: f for f in state.out.findings}
+
+
+def test_the_first_failing_rank_is_named_as_the_root_cause(tmp_path):
+    run = HRun(tmp_path, "mn-run")
+    run.steps(10)
+    write_tree(
+        run.dir, "H", trainer_nodes=2, ranks_per_node=4, steps=10, start=START, failure=Failure(node=1, local_rank=2, step=8)
+    )
+    state = monitor(run, tmp_path, START + timedelta(minutes=30)).check_in()
+    view = state.out.observation.multinode
+    assert view is not None and view.total_files == 2 + 16 + 2  # node logs, rank files, inference node + router
+    assert view.nodes("trainer") == [0, 1]
+    found = findings(state)["rank_failed"]
+    assert found.severity.value == "critical"
+    assert "rank 6 (local_rank: 2)" in found.summary and "host node-2" in found.summary  # torchrun's own Root Cause
+    assert "torchrun's Root Cause" in found.summary
+    assert "Watchdog caught collective operation timeout" in found.summary  # the others, grouped
+    assert any("torchrun/f3a9c2e1_1/attempt_0/2/stderr.log" in e for e in found.evidence)  # the failing rank's traceback
+
+
+def test_without_torchrun_block_the_earliest_dated_error_is_the_root_cause(tmp_path):
+    run = HRun(tmp_path, "mn-run")
+    base = write_tree(run.dir, "H", steps=10, start=START, failure=Failure(node=0, local_rank=1, step=6))
+    node0 = base / "trainer" / "node_0.log"
+    node0.write_text(node0.read_text().split("Fatal error")[0])  # no Root Cause block
+    read = multinode.read_tree(run.dir, Layout.H, {}, UTC)
+    files = {f.file: f for f in read.view.files}
+    first, how = multinode.first_failure(read.events, files)
+    assert how == "the earliest error record across nodes and ranks"
+    assert first.file.endswith("f3a9c2e1_0/attempt_0/0/stdout.log") or "Watchdog" in first.message
+
+
+def test_a_node_silent_while_the_others_progress(tmp_path):
+    run = HRun(tmp_path, "mn-run")
+    run.steps(40, step_seconds=30)
+    write_tree(run.dir, "H", trainer_nodes=3, ranks_per_node=2, steps=40, start=START, silence=Silence(node=2, after_step=10))
+    state = monitor(run, tmp_path, START + timedelta(seconds=41 * 30)).check_in()
+    found = findings(state)["node_silent"]
+    assert found.summary.startswith("trainer node 2")
+    assert "last step 10, others at 40" in found.summary
+    assert "rank_failed" not in findings(state)
+
+
+def test_layout_l_reads_the_same_tree(tmp_path):
+    run_dir = tmp_path / "l-run"
+    (run_dir / "configs").mkdir(parents=True)
+    (run_dir / "configs" / "trainer.toml").write_text("max_steps = 20\n")
+    (run_dir / "logs").mkdir()
+    write_tree(run_dir, "L", steps=8, start=START, failure=Failure(node=1, local_rank=0, step=5))
+    read = multinode.read_tree(run_dir, Layout.L, {}, UTC)
+    assert {f.file.split("/")[1] for f in read.view.files} == {"trainer", "inference"}
+    assert any(e.kind == "root_cause" for e in read.events)
+
+
+def test_hundreds_of_rank_files_are_read_bounded_and_incrementally(tmp_path):
+    run = HRun(tmp_path, "big")
+    write_many_ranks(run.dir, "H", files=256, lines=50)
+    started = time.monotonic()
+    first = multinode.read_tree(run.dir, Layout.H, {}, UTC)
+    took = time.monotonic() - started
+    ranks = [f for f in first.view.files if f.stream]
+    assert len(ranks) == 256 and took < 5, took
+    again = multinode.read_tree(run.dir, Layout.H, first.cursors, UTC)
+    assert again.view.bytes_read == 0 and len(again.view.files) == len(first.view.files)
+    # a huge growth of one file is read from its tail, with a note
+    big = next(f for f in ranks if f.stream == "stdout")
+    with open(run.dir / big.file, "a") as handle:
+        handle.write("12:00:00    INFO x\n" * 40000)
+    third = multinode.read_tree(run.dir, Layout.H, again.cursors, UTC)
+    assert third.view.bytes_read <= multinode.PER_FILE_BYTES
+    assert any("bytes skipped" in n for n in third.notes)
+    assert third.cursors[big.file].lines == 50 + 40000
+
+
+def test_the_file_bound_is_said(tmp_path, monkeypatch):
+    run = HRun(tmp_path, "big")
+    write_many_ranks(run.dir, "H", files=64, lines=2)
+    monkeypatch.setattr(multinode, "MAX_FILES", 10)
+    paths, total = multinode.list_tree(run.dir, Layout.H, limit=10)
+    assert len(paths) == 10 and total > 64
