@@ -105,6 +105,8 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
         live = probe_live(run_dir, state.run.name, config.inference_url, deps)
         notes += live.problems
 
+    if _nothing_readable(config, history, reading):
+        notes.append(NOTHING_READ + ": no config, log line or metric row of the run parses, so its health cannot be judged")
     roles_seen = sorted(set(state.memory.processes_seen) | {p.role for p in live.processes or []})
     observation = Observation(
         now=now,
@@ -142,6 +144,27 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
     }
 
 
+NOTHING_READ = "nothing could be read"
+"""The note of a run whose files are all unreadable (the diagnostician then never says Healthy)."""
+
+
+def _nothing_readable(config, history: MetricHistory, reading: _Reading) -> bool:
+    """Files were there (bytes read, or configs that fail to parse) but not one step, eval,
+    log event or config value came out of them."""
+    something_there = reading.bytes_read > 0 or bool(config.problems)
+    read_nothing = (
+        not history.trainer
+        and not history.orchestrator
+        and not history.evals
+        and not reading.events
+        and not reading.new_events
+        and not reading.groups
+        and config.max_steps is None
+        and config.model is None
+    )
+    return something_there and read_nothing
+
+
 @dataclass
 class _Reading:
     """What this check-in's reads add up to: the logs, metrics.jsonl, L's rollouts files."""
@@ -177,6 +200,8 @@ def _read_logs(reading: _Reading, state: CheckinState, run_dir: Path, attempt: s
         if read.fresh:
             reading.events = [e for e in reading.events if e.file != rel]
             groups = reading.groups = {k: g for k, g in groups.items() if g.first.file != rel}
+        if attempt is not None and rel.startswith(f"logs/{attempt}/") and state.memory.cursors.get(rel) is None:
+            _drop_abandoned_steps(history, read)
         _merge_steps(history, read)
         _merge_counts(history, rel, read.step_counts, fresh=read.fresh)
         _merge_evals(history, [EvalPoint(env=e.env, step=e.step, score=e.score) for e in read.evals if e.step is not None])
@@ -262,6 +287,19 @@ def _fresh_history(old: MetricHistory) -> MetricHistory:
 
 def _update_row(table: dict[int, dict[str, float]], step: int, values: dict[str, float]) -> None:
     table[step] = {**table.get(step, {}), **values}
+
+
+def _drop_abandoned_steps(history: MetricHistory, read: LogRead) -> None:
+    """A log of the newest attempt, read for the first time: a resumed run goes on from its
+    checkpoint, so the steps an earlier attempt logged from there on are no longer the run's (its
+    step is the newest attempt's, and its metrics are the resumed ones)."""
+    firsts: dict[str, int] = {}
+    for line, _ in read.steps:
+        firsts[line.process] = min(firsts.get(line.process, line.step), line.step)
+    for process, first in firsts.items():
+        table = history.table(process)  # type: ignore[arg-type]
+        for step in [s for s in table if s >= first]:
+            del table[step]
 
 
 def _merge_steps(history: MetricHistory, read: LogRead) -> None:

@@ -48,18 +48,22 @@ def write(state: CheckinState, deps: WriterDeps) -> dict:
     assert obs is not None, "the collector runs before the writer"
     marker = entry_marker(deps.run_key, state.checkin)
     entry = render_entry(state, obs, marker)
-    written = False
-    if deps.write:
+    written, write_error = False, None
+    # A recorded run re-checked with nothing new would only repeat the last entry word for word.
+    unchanged = obs.offline and state.checkin > 1 and obs.bytes_read == 0 and not obs.new_attempt
+    if deps.write and not unchanged:
         text = entry
         if state.checkin == 1:
             text = render_header(state, obs, entry_marker(deps.run_key, 0)) + "\n" + entry
         try:
             written = deps.status.append(Path(state.run.run_dir), text, marker)
         except OSError as exc:
+            write_error = f"{Path(state.run.run_dir) / 'STATUS.md'}: {exc.strerror or exc}"
             entry = entry.replace(marker, f"- STATUS.md could not be written: {exc.strerror or exc}\n{marker}")
     return {
         "status_entry": entry,
         "written": written,
+        "write_error": write_error,
         "checked_at": obs.now,
         # This check-in's events are already in `events`: not stored twice.
         "observation": obs.model_copy(update={"new_events": []}),
@@ -89,6 +93,7 @@ def render_entry(state: CheckinState, obs: Observation, marker: str) -> str:
         notes=notes[:12],
         evidence_limit=EVIDENCE_LIMIT,
         proposal=state.out.proposal,
+        offline=obs.offline,
         reviews=state.out.reviews,
         proposal_notes=state.out.proposal_notes,
         gate=state.gate,

@@ -151,4 +151,5 @@ def load_settings(config_file: Path | None = None, **flags: object) -> Settings:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "settings"
         source = f" (from {config_file})" if config_file else ""
-        raise ConfigError(f"setting {where}: {first['msg']}{source}") from exc
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise ConfigError(f"setting {where}: {message}{source}") from exc

@@ -70,6 +70,8 @@ class CheckinOutput(BaseModel):
     """This check-in's use of Claude (status, tokens, cost, its notes); None before the diagnostician."""
     status_entry: str = ""
     written: bool = False
+    write_error: str | None = None
+    """Why STATUS.md could not be written (the entry is still in the report); None when it was, or was not asked."""
     checked_at: datetime | None = None
 
 
