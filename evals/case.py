@@ -1,6 +1,6 @@
-"""`case.toml`: what a recorded-run fixture expects from the monitor, as a validated model.
+"""`case.toml`: what a fixture (a simulated run) expects from the monitor, as a validated model.
 
-A fixture is a folder (conventions.md item 11): the recorded run in `run/`, the mtimes git
+A fixture is a folder (conventions.md item 11): the simulated run in `run/`, the mtimes git
 cannot keep in `manifest.json`, and this file. It says when the check-ins happen (absolute UTC
 times, or "when the trainer logged step N", or "the end of the recording", each with an optional
 offset), which findings must be reported (from which step the signal starts, by which check-in

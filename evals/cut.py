@@ -1,4 +1,4 @@
-"""Present a recorded run exactly as it was at a moment t, and grow it forward in time.
+"""Present a fixture's run (simulated) exactly as it was at a moment t, and grow it forward in time.
 
 A replay must show the monitor what a live run showed it: every file as long as it was then,
 with the mtime it had then, appended to (never rewritten) between check-ins so that incremental
@@ -136,7 +136,7 @@ def index_jsonl(rel: str, entry: FileEntry, data: bytes) -> FileIndex:
 
 
 class RecordedRun:
-    """The index of a recorded run: what every file held at any moment."""
+    """The index of a fixture's run: what every file held at any moment."""
 
     def __init__(self, run_dir: Path, manifest: Manifest, tz: tzinfo) -> None:
         self.dir = run_dir
@@ -192,7 +192,7 @@ class RecordedRun:
 
 
 class WorkingCopy:
-    """A directory that becomes the recorded run as it was at t, grown forward in time.
+    """A directory that becomes the fixture's run as it was at t, grown forward in time.
 
     Bytes are only ever appended, files only ever created or renamed (a rotation), so a monitor
     reading it between two `grow` calls sees what it would have seen live.
@@ -254,7 +254,7 @@ class WorkingCopy:
 
 
 def cut(run: RecordedRun, root: Path, t: float) -> WorkingCopy:
-    """The recorded run as it was at t, in a new directory `root`."""
+    """The fixture's run as it was at t, in a new directory `root`."""
     copy = WorkingCopy(run, root)
     copy.grow(t)
     return copy

@@ -54,7 +54,7 @@ def load_fixture(path: Path) -> Fixture:
         problems.append(str(exc))
     run_dir = path / RUN
     if not run_dir.is_dir():
-        problems.append("run/: missing (the recorded run directory)")
+        problems.append("run/: missing (the simulated run directory)")
     try:
         manifest = load_manifest(path / MANIFEST)
     except ManifestError as exc:

@@ -167,15 +167,6 @@ def checkpoint_lag(from_step: int) -> Settle:
     return settle
 
 
-def checkpoint_error(from_step: int) -> Settle:
-    """A checkpoint error line is explicit: the moment it is written."""
-
-    def settle(rec: Recording, run: RecordedRun) -> Moment:
-        return from_step, rec.trainer_end(from_step - 1) + 1.0
-
-    return settle
-
-
 def disk_below(rec: Recording, run: RecordedRun) -> Moment:
     """The first metrics row with `system/ckpt_disk_free_ratio` under `disk_free_low`."""
     for raw in (rec.root / "metrics.jsonl").read_bytes().splitlines():
@@ -409,9 +400,9 @@ def unreachable_after_start(rec: Recording, run: RecordedRun) -> Moment:
     return rec.scenario.onset_step, rec.epoch(tl.inference_down() + 10.3)
 
 
-def checkpoint_error_line(rec: Recording, run: RecordedRun) -> Moment:
-    """The trainer's `Failed to save checkpoint at step N` line, at the first checkpoint step
-    from the onset (an explicit error: the moment it is written)."""
+def checkpoint_incomplete(rec: Recording, run: RecordedRun) -> Moment:
+    """The first checkpoint step from the onset lacks `trainer/.metadata`; prime-rl logs no save
+    error, so it counts once the trainer is `ckpt_lag_steps` past it."""
     n = rec.scenario.signal_step
     assert n is not None
-    return n, rec.trainer_end(n) - 0.05
+    return n, _at_step(run, n + T.ckpt_lag_steps, "trainer")

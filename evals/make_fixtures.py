@@ -1,4 +1,4 @@
-"""Make the recorded-run fixtures under evals/fixtures/ from the simulator, table-driven.
+"""Make the simulated-run fixtures under evals/fixtures/ from the simulator, table-driven.
 
     python -m rlagent.evals.make_fixtures                 # re-make all
     python -m rlagent.evals.make_fixtures 16_nan-h nan-l  # just these (name or slug)
@@ -211,7 +211,7 @@ def make(spec: Spec, root: Path = FIXTURES) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Make the recorded-run fixtures under evals/fixtures/.")
+    parser = argparse.ArgumentParser(description="Make the simulated-run fixtures under evals/fixtures/.")
     parser.add_argument("slugs", nargs="*", help="fixtures to make (default: all)")
     parser.add_argument("--out", type=Path, default=FIXTURES, help="where to write them")
     parser.add_argument("--list", action="store_true", help="list the table and exit")

@@ -1,4 +1,4 @@
-"""Hand edits that make a simulated run look the way real recorded runs do.
+"""Hand edits that make a simulated run look the way a real run's files do.
 
 Real logs are not clean: alarming-but-normal warnings interleave with the rest, a process
 restarts into `logs/attempt_2` with `Resuming training from checkpoint step N`, a log gets
@@ -220,22 +220,16 @@ def _paused(layout: str, step: int) -> str:
     )
 
 
-def drop_checkpoint_part(rec: Recording, from_step: int, part: str = "orchestrator", error_line: bool = False) -> None:
+def drop_checkpoint_part(rec: Recording, from_step: int, part: str = "orchestrator") -> None:
     """Saves of `part` stop landing from `from_step` on (a quota, a wrong ckpt dir): each
-    step_N >= from_step lacks it. With `error_line`, the orchestrator also logs the failure."""
+    step_N >= from_step lacks it. prime-rl has no save-error message, so nothing is logged."""
     sc = rec.scenario
     paths = RunPaths(rec.root, sc.layout)
     for n in range(from_step, sc.steps + 1, sc.ckpt_interval):
         target = paths.ckpt_orchestrator(n) if part == "orchestrator" else paths.ckpt_trainer(n)
         if target.exists():
             shutil.rmtree(target)
-        if error_line and part == "orchestrator":
-            message = f"Failed to save checkpoint at step {n}: OSError: [Errno 122] Disk quota exceeded"
-            warnings(rec, "orchestrator", [(n - 1, 1.0, "ERROR", message)])
-            rec.edits.pop()
-    rec.edits.append(
-        f"checkpoints from step {from_step} lack their {part} part" + (" (with an ERROR line)" if error_line else "")
-    )
+    rec.edits.append(f"checkpoints from step {from_step} lack their {part} part")
 
 
 def disk_fill(rec: Recording, from_step: int, to_ratio: float) -> None:
@@ -338,11 +332,13 @@ def _resume_startup(boot: Sim, step: int) -> list[Event]:
     out: list[Event] = []
     for event in trainer_log.startup(boot) + orchestrator_log.startup(boot) + inference_log.startup(boot) + env_log.startup(boot):
         text = event.text if isinstance(event.text, str) else event.text.decode()
-        if "No checkpoints found in " in text:
-            directory = text.split("No checkpoints found in ", 1)[1].split(". Starting", 1)[0]
+        if "Starting RL trainer (" in text or "Starting orchestrator (" in text:
+            # `--resume` resolves the newest step_N (utils/pathing.py), then each process resumes
+            out.append(event)
+            directory = f"{boot.run_dir}/checkpoints"
             who = "training" if event.stream == "trainer" else "orchestrator"
-            out.append(boot.log(event.t, event.stream, "INFO", f"Found latest checkpoint in {directory}: {step}"))
-            out.append(boot.log(event.t + 0.2, event.stream, "INFO", f"Resuming {who} from checkpoint step {step}"))
+            out.append(boot.log(event.t + 0.9, event.stream, "INFO", f"Found latest checkpoint in {directory}: {step}"))
+            out.append(boot.log(event.t + 1.1, event.stream, "INFO", f"Resuming {who} from checkpoint step {step}"))
         elif "Starting from step 1 (" in text:
             message = f"Starting from step {step + 1} (total_tokens={round(total_tokens)}, total_samples={rollouts})"
             out.append(boot.log(event.t, event.stream, "INFO", message))

@@ -1,7 +1,7 @@
 """Where a run's state lives: `$RLAGENT_HOME/runs/<name>-<hash>/state.db`, one SQLite file per run.
 
 Not inside the run dir: run dirs are often on shared filesystems where SQLite locking is
-unreliable, recorded runs must stay untouched by replays, and a user may watch a run they
+unreliable, fixtures (simulated runs) must stay untouched by replays, and a user may watch a run they
 cannot write to. One database per run (keyed by the run dir's real path) means two monitors
 on two runs never share a file; a lock file serialises two monitors on the same run.
 """

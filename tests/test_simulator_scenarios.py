@@ -160,11 +160,8 @@ def test_checkpoint_failure_leaves_step_dirs_without_metadata(tmp_path):
         assert (run / f"checkpoints/step_{step}/trainer/__0_0.distcp").is_file()
         assert not (run / f"checkpoints/step_{step}/trainer/.metadata").exists()
         assert (run / f"checkpoints/step_{step}/orchestrator/progress.pt").is_file()
-    errors = [line for line in lines_of(run / "logs/latest/trainer.log") if " ERROR " in line]
-    assert [e.split("ERROR ")[1].split(":")[0] for e in errors] == [
-        "Failed to save checkpoint at step 20",
-        "Failed to save checkpoint at step 30",
-    ]
+    # prime-rl has no save-error message: the missing .metadata is the only witness
+    assert not [line for line in lines_of(run / "logs/latest/trainer.log") if " ERROR " in line]
     assert max(steps_in(run / "logs/latest/trainer.log")) == 34
 
 

@@ -113,7 +113,7 @@ def _inject(value, text: str):
 
 @pytest.fixture
 def poisoned(tmp_path) -> Path:
-    """A recorded layout-L run with runaway truncation (its entry quotes samples and grouped
+    """A simulated layout-L run with runaway truncation (its entry quotes samples and grouped
     warnings), whose orchestrator log and newest rollouts carry every kind of sequence."""
     run = tmp_path / "run"
     shutil.copytree(FIXTURES / "22_truncation-l" / "run", run, symlinks=True)

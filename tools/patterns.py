@@ -2,6 +2,12 @@
 
 Each pattern classifies one line into an event `kind` that the rules judge. Patterns only
 recognise; whether a line matters (before the first step? growing?) is the rules' call.
+
+Every alternative is text prime-rl (or the verifiers env server, vLLM, torch, NCCL, the kernel)
+really prints: section 7's templates, plus a few layout-L ones read from prime-rl 7f7ce8a that
+section 7 does not list (`orchestrator/scheduler.py`: `Rollout failed: {e}` when a rollout task
+raises, `Cancelled {n} old rollout requests`; `orchestrator.py`: `Only {k}/{n} rollouts in the
+batch are trainable`). tests/test_patterns_reference.py classifies every line of section 7.
 """
 
 from __future__ import annotations
@@ -47,14 +53,18 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _p("inference_unreachable", r"Inference server was not reached after (\d+) seconds"),
     _p(
         "empty_batch",
+        # numbers: (finalized, consecutive, limit); L's `Attempt i/N at step s filtered out all n
+        # rollouts` gives (n, i, N) through a lookahead
         r"empty train batch after (\d+) finalized episodes \(consecutive empty batches: (\d+)/(\d+)\)|"
         r"No admitted train payload after (\d+) finalized units "
-        r"\(consecutive zero-output batch equivalents: (\d+)/(\d+)\)",
+        r"\(consecutive zero-output batch equivalents: (\d+)/(\d+)\)|"
+        r"Attempt (?=\d+/\d+ at step \d+ filtered out all (\d+) rollouts)(\d+)/(\d+) at step",
     ),
-    _p("few_trainable", r"Only (\d+)/(\d+) effective traces are trainable"),
+    _p("few_trainable", r"Only (\d+)/(\d+) (?:effective traces|rollouts in the batch) are trainable"),
     _p(
         "off_policy_drop",
-        r"Cancelled (\d+) train episodes past max_off_policy_steps|Dropped (\d+) queued traces past max_off_policy_steps",
+        r"Cancelled (\d+) train episodes past max_off_policy_steps|Dropped (\d+) queued traces past max_off_policy_steps|"
+        r"Cancelled (\d+) old rollout requests",
     ),
     _p("nonfinite_dropped", r"Dropping (\d+) non-finite value\(s\) from metrics\.jsonl"),
     _p(
@@ -64,8 +74,11 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     ),
     _p(
         "ckpt_error",
-        r"(?i)(?:fail(?:ed|ure)?|error|could not|unable to)\b.{0,60}\bcheckpoint|"
-        r"checkpoint\b.{0,60}\b(?:fail(?:ed|ure)?|error)",
+        # generic: prime-rl has no save-error template of its own (a save that raises is a
+        # `Fatal error in train`); L's multi-run trainer logs `Error checkpointing run {idx}: {e}`.
+        # `Failed to remove {path}: ..., skipping cleanup` is disk hygiene, not a failed save.
+        r"^(?!Failed to remove )(?:(?i:.*?(?:fail(?:ed|ure)?|error|could not|unable to)\b.{0,60}\bcheckpoint)|"
+        r"(?i:.*?checkpoint\b.{0,60}\b(?:fail(?:ed|ure)?|error)))",
     ),
     _p("broadcast_timeout", r"Trainer did not broadcast v(\d+) within"),
     _p("finished", r"Training finished!|RL training finished!|RL trainer finished!|Orchestrator finished\.", any_level=True),

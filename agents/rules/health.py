@@ -335,9 +335,10 @@ def env_errors(ctx: RuleContext) -> Finding | None:
 
 def _failed_episodes(ctx: RuleContext, recent: list[LogEvent], last: int | None, window: int) -> int:
     """Failed episodes, each counted once. The orchestrator logs one line per failed episode
-    (`Trace failed in group`, L `Rollout failed`) and the env server logs the same failure again
-    (`request failed`): the orchestrator's uncapped per-step count is the measure when it has one;
-    otherwise the env servers' lines are all there is."""
+    (H `Trace failed in group` / `Episode task failed in group`, L `Rollout error in group`) and
+    the env server may log the same failure again (H `request failed`, an ERROR in an L worker
+    log): the orchestrator's uncapped per-step count is the measure when it has one; otherwise
+    the env servers' lines are all there is."""
     if last is not None:
         counted = ctx.history.event_count("env_error", last - window + 1, last, "orchestrator")
         if counted:

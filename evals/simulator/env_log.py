@@ -1,40 +1,51 @@
-"""Env server logs (H `envs/train/<env>.log`, L `envs/train/<env>/env_server.log`).
+"""Env server logs (H `envs/train/<env>.log`, L `envs/train/<env>/env_server.log` and
+`env_worker_0.log`).
 
-Loguru lines without the torchrun prefix. Each failed episode the orchestrator reports also
-shows here as `request failed: ...`; about one in four carries loguru's traceback, the
-"occasional traceback" a real run has.
+Loguru lines without the torchrun prefix. What they say about a failed episode depends on the
+verifiers version. H (verifiers v1, `serve/server.py`) logs `request failed: {e}` with its
+traceback only when the request itself raised (env-errors: the sandbox died); an error that
+the episode recorded on its trace leaves the env server silent (the orchestrator reports it).
+L (verifiers v0, `envs/environment.py`) has the worker log `Aborted rollout due to {repr}` as
+an ERROR for every errored rollout.
 """
 
 from __future__ import annotations
 
 from .events import Event, Sim
-from .orchestrator_log import failures
-from .rng import stream
-from .tracebacks import env_sandbox_frames, env_timeout_frames, render
+from .orchestrator_log import error_repr, failures
+from .tracebacks import env_sandbox_frames, render
 
 
 def startup(sim: Sim) -> list[Event]:
+    """H: verifiers v1 (`serve/server.py`, `serve/pool.py`); L: verifiers v0's `EnvServer` and
+    `EnvWorker` (`serve/server/env_server.py`, `env_worker.py`)."""
     t = sim.tl.env_ready
     out = []
     for i, env in enumerate(sim.sc.envs):
-        port = 5600 + i
+        address = f"tcp://127.0.0.1:{5600 + i}"
         name = f"env:{env}"
-        out.append(sim.log(t + 0.1 * i, name, "INFO", f"EnvServer up: taskset={env} address=tcp://127.0.0.1:{port}"))
-        out.append(sim.log(t + 0.1 * i + 0.2, name, "INFO", f"EnvServerPool up: 1 server(s), 4 worker(s) for {env}"))
+        if not sim.h:
+            init = f"Initializing ZMQEnvServer to serve {env} (env_args={{}}, extra_env_kwargs={{}}, num_workers=1)"
+            out.append(sim.log(t + 0.1 * i, name, "INFO", init))
+            worker = sim.log(t + 0.1 * i + 0.2, f"envw:{env}", "INFO", f"Initialized worker env_worker_0 on {address}")
+            out.append(Event(worker.t, worker.stream, worker.text, name))
+            continue
+        out.append(sim.log(t + 0.1 * i, name, "INFO", f"EnvServer up: taskset={env} address={address}"))
+        pool = f"EnvServerPool up: address={address} workers=4/4 multiplex=1 elastic=False"
+        out.append(sim.log(t + 0.1 * i + 0.2, name, "INFO", pool))
     return out
 
 
 def step(sim: Sim, n: int) -> list[Event]:
-    """One `request failed` per failed episode; a broken env server (env-errors) logs each as an
-    ERROR with its traceback."""
     out = []
-    broken = sim.sc.kind == "env-errors" and n >= sim.sc.onset_step
-    for t, env, _gid, message in failures(sim, n):
-        r = stream(sim.sc.seed, "envtb", n, round(t, 3))
-        if broken:
-            exc = render(env_sandbox_frames(sim.sc.seed), "RuntimeError", message.split(": ", 1)[1])
-            out.append(sim.log(t - 0.004, f"env:{env}", "ERROR", f"request failed: {message}", exc))
+    for f in failures(sim, n):
+        if f.how == "empty":
             continue
-        exc = render(env_timeout_frames(sim.sc.seed), "TimeoutError", "") if r.random() < 0.25 else ""
-        out.append(sim.log(t - 0.004, f"env:{env}", "WARNING", f"request failed: {message}", exc))
+        if sim.h:
+            if f.how == "raised":
+                exc = render(env_sandbox_frames(sim.sc.seed), f.error[0], f.error[1])
+                out.append(sim.log(f.t - 0.004, f"env:{f.env}", "WARNING", f"request failed: {f.error[1]}", exc))
+            continue
+        event = sim.log(f.t - 0.004, f"envw:{f.env}", "ERROR", f"Aborted rollout due to {error_repr(f.error)}")
+        out.append(Event(event.t, event.stream, event.text, f"env:{f.env}"))
     return out

@@ -86,13 +86,13 @@ EXPECTATIONS: dict[str, Expectation] = {
     "eval-regression": Expectation(("eval_regression",), _QUIET, lead=26),
     "mismatch-kl": Expectation(("mismatch_kl_growth",), (*_QUIET, "reward_regression"), lead=14),
     "kl-blowup": Expectation(("kl_blowup",), (*_QUIET, "reward_regression"), layouts=("H",), lead=14),
+    # L's own texts: `Attempt i/3 ... filtered out all n rollouts`, `Cancelled n old rollout requests`
     "empty-batches": Expectation(
         ("empty_batches",),
         (*_QUIET, "orchestrator_bottleneck", "step_time_regression", "zero_advantage"),
-        layouts=("H",),
         lead=4,
     ),
-    "off-policy-drops": Expectation(("off_policy_drops",), _QUIET, layouts=("H",), lead=10),
+    "off-policy-drops": Expectation(("off_policy_drops",), _QUIET, lead=10),
     "checkpoint-failure": Expectation(("checkpoint_failure",), _QUIET, lead=12),
     "disk-low": Expectation(("disk_low",), _QUIET, layouts=("H",), lead=10),
     "inference-unreachable": Expectation(

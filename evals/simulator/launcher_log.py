@@ -29,7 +29,8 @@ def startup(sim: Sim) -> list[Event]:
         ("INFO", f"Using local->physical GPU mapping: {{{mapping}}}"),
         ("INFO", "Starting RL run"),
         ("INFO", f"Starting inference on GPU(s) {' '.join(map(str, infer))}"),
-        *(("INFO", f"Starting env server env-train-{env}") for env in sc.envs),
+        # H starts one env server per source (L's orchestrator spawns them, logging at DEBUG)
+        *(("INFO", f"Starting train env server {env} at tcp://127.0.0.1:{5600 + i}") for i, env in enumerate(sc.envs) if sim.h),
         ("INFO", "Starting orchestrator process"),
         ("INFO", f"Starting trainer on GPU(s) {' '.join(map(str, train))}"),
     ]

@@ -3,7 +3,7 @@
 H (Aug 2026): `logs/attempt_N/{trainer,orchestrator,inference}.log`, `logs/latest -> attempt_N`,
 `envs/train/<env>.log`, `metrics.jsonl`, `checkpoints/step_N/{trainer,orchestrator}`,
 `broadcasts/step_N`, `rollouts/step_N/{train,eval}/{all,effective}/traces.jsonl`.
-L (May 2026): `logs/*.log`, `logs/envs/train/<env>/env_server.log`, `checkpoints/step_N/trainer`,
+L (May 2026): `logs/*.log`, `logs/envs/train/<env>/{env_server,env_worker_0}.log`, `checkpoints/step_N/trainer`,
 `weights/step_N`, and the orchestrator's `run_default/{checkpoints,broadcasts,rollouts}`.
 
 Log writers address *streams* (`trainer`, `orchestrator`, `inference`, `metrics`, `env:<name>`);
@@ -41,11 +41,13 @@ class RunPaths:
             if self.layout != "H":
                 raise ValueError("layout L writes no metrics.jsonl")
             return self.root / "metrics.jsonl"
-        if name.startswith("env:"):
-            env = name[4:]
+        if name.startswith(("env:", "envw:")):
+            env = name.split(":", 1)[1]
             if self.layout == "H":
                 return self.logs / "envs" / "train" / f"{env}.log"
-            return self.logs / "envs" / "train" / env / "env_server.log"
+            # L: the server and its worker each have a file (verifiers v0)
+            file = "env_worker_0.log" if name.startswith("envw:") else "env_server.log"
+            return self.logs / "envs" / "train" / env / file
         return self.logs / f"{name}.log"
 
     def ckpt_trainer(self, n: int) -> Path:

@@ -150,7 +150,7 @@ _ALL = (
     ),
     _h(
         "checkpoint-failure-h",
-        "trainer checkpoint saves fail (no .metadata) from the onset on",
+        "trainer checkpoints stay incomplete (no .metadata, nothing logged) from the onset on",
         seed=31,
         steps=50,
         kind="checkpoint-failure",
@@ -159,7 +159,7 @@ _ALL = (
     _h("disk-low-h", "checkpoint disk fills up below 10 % free", seed=32, steps=45, kind="disk-low", onset_step=28),
     _l(
         "env-errors-l",
-        "env server tracebacks, re-scheduled rollouts, growing past 5 %",
+        "sandboxes die: re-scheduled and dropped groups (L), failed requests with tracebacks (H), past 5 %",
         seed=33,
         steps=40,
         kind="env-errors",

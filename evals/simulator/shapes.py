@@ -99,7 +99,8 @@ def disk_free_ratio(sc: Scenario, n: int, healthy: float) -> float:
 
 
 def checkpoint_fails(sc: Scenario, n: int) -> bool:
-    """Trainer checkpoint saves fail at every checkpoint step from the onset on."""
+    """Trainer checkpoints stay incomplete (no `.metadata`) at every checkpoint step from the onset
+    on; prime-rl logs no save error for it."""
     return since(sc, "checkpoint-failure", n) is not None
 
 

@@ -234,33 +234,6 @@ def _env_server_handle(vf: str, address: str) -> Frame:
     )
 
 
-def env_timeout_frames(seed: int) -> tuple[Frame, ...]:
-    """An env-server request that times out inside verifiers (logged, not fatal)."""
-    vf = f"{SITE}/verifiers/v1"
-    a = lambda k: _addr(seed, 20 + k)  # noqa: E731
-    return (
-        _env_server_handle(vf, a(1)),
-        Frame(
-            f"{vf}/serve/server.py",
-            251,
-            "run_episode",
-            "return await asyncio.wait_for(episode.run(), timeout=self.timeout)",
-            (
-                ("asyncio", "<module 'asyncio' from '/usr/lib/python3.12/asyncio/__init__.py'>"),
-                ("asyncio.wait_for", f"<function wait_for at {a(2)}>"),
-            ),
-        ),
-        Frame(
-            "/usr/lib/python3.12/asyncio/tasks.py",
-            519,
-            "wait_for",
-            "async with timeouts.timeout(timeout):",
-            (("timeout", "600.0"),),
-        ),
-        Frame("/usr/lib/python3.12/asyncio/timeouts.py", 115, "__aexit__", "raise TimeoutError from exc_val"),
-    )
-
-
 def child_failed_block(
     glog_prefix: str,
     stamp: str,

@@ -1,4 +1,4 @@
-"""`rlagent replay FIXTURE`: run the real check-in graph over a recorded run, check-in by check-in.
+"""`rlagent replay FIXTURE`: run the real check-in graph over a fixture's simulated run, check-in by check-in.
 
 Shows what the monitor said at each scheduled moment (time, step, health, findings), marked
 against the fixture's expectations; `--status` adds the STATUS.md it wrote.
@@ -34,7 +34,7 @@ def replay(
         ),
     ] = None,
 ) -> None:
-    """Replay a recorded-run fixture through the check-in graph at its scheduled check-ins."""
+    """Replay a simulated-run fixture through the check-in graph at its scheduled check-ins."""
     from rlagent.commands.progress import working
     from rlagent.evals.fixture import FixtureError, load_fixture, resolve
     from rlagent.evals.locate import FixturesNotFound, find_fixtures

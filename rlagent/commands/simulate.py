@@ -53,7 +53,7 @@ def simulate(
     list_: Annotated[bool, typer.Option("--list", help="Name every scenario with a one-line description.")] = False,
     layout: Annotated[str | None, typer.Option("--layout", help="H or L (default: the scenario's).")] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Random seed (same seed, same bytes).")] = None,
-    steps: Annotated[int | None, typer.Option("--steps", help="Trainer steps recorded (live: the run's max_steps).")] = None,
+    steps: Annotated[int | None, typer.Option("--steps", help="Trainer steps written (live: the run's max_steps).")] = None,
     onset: Annotated[int | None, typer.Option("--onset", help="Step the failure starts at.")] = None,
     severity: Annotated[float | None, typer.Option("--severity", help="Strength of the failure (1.0 = textbook).")] = None,
     step_time: Annotated[float | None, typer.Option("--step-time", help="Mean trainer step, simulated seconds.")] = None,
