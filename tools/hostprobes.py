@@ -1,4 +1,4 @@
-"""Host and service probes: RAM, disk, vLLM `/metrics`, SLURM job state. Each bounded in time.
+"""Host and service probes: RAM, disk, vLLM `/metrics` (SLURM: tools/slurm_probe). Each bounded in time.
 
 The host (RAM, disk) and HTTP are reached through two small interfaces, `HostProbe` and
 `HttpGet`, whose real implementations are here; the collector takes them as dependencies, so
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -95,24 +94,3 @@ def probe_vllm(base_url: str, timeout: float = 2.0, get: HttpGet = urllib_get) -
     if last_error is not None:
         raise OSError(f"vLLM /metrics at {base_url} not reachable ({last_error})")
     return {}
-
-
-def slurm_job_states(run_dir: Path, timeout: float = 5.0) -> dict[str, str]:
-    """job id -> state for the run's `job_<id>.log` files, via scontrol (skipped without SLURM)."""
-    if shutil.which("scontrol") is None:
-        return {}
-    states: dict[str, str] = {}
-    for log in run_dir.glob("job_*.log"):
-        job = log.stem.removeprefix("job_")
-        if not job.isdigit():
-            continue
-        try:
-            done = subprocess.run(
-                ["scontrol", "-o", "show", "job", job], capture_output=True, text=True, timeout=timeout, check=False
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        match = re.search(r"\bJobState=(\S+)", done.stdout)
-        if match:
-            states[job] = match.group(1)
-    return states

@@ -18,7 +18,7 @@ from typing import Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
-from rlagent.agents.rules.catalogue import FINDING_IDS
+from rlagent.agents.rules.catalogue import CLUSTER_IDS, FINDING_IDS
 
 Framework = Literal["verl", "trl", "openrlhf"]
 FRAMEWORKS: tuple[str, ...] = ("verl", "trl", "openrlhf")
@@ -58,7 +58,10 @@ Profile = Literal["default", "noisy", "alarming"]
 
 NEW_IDS: tuple[str, ...] = ("inference_crashed", "reward_fn_error", "degenerate_output", "format_collapse", "reward_hacking")
 """The ids findings.md added with the frameworks; the rules' catalogue may not list them yet."""
-ALL_IDS: tuple[str, ...] = (*FINDING_IDS, *(i for i in NEW_IDS if i not in FINDING_IDS))
+ALL_IDS: tuple[str, ...] = (
+    *(i for i in FINDING_IDS if i not in CLUSTER_IDS),  # SLURM and multi-node ids: not part of these scenarios
+    *(i for i in NEW_IDS if i not in FINDING_IDS),
+)
 INFO_IDS = frozenset({"run_finished", "reward_flat"})
 DOWN_IDS = frozenset({"run_crashed", "run_stalled", "process_down"})
 
