@@ -1,21 +1,29 @@
-"""Benchmark a check-in on a layout-H run with about 1 GB of realistic logs.
+"""Benchmark a check-in on layout-H runs of realistic logs, side by side with cat and grep.
 
-    python bench/bench_checkin.py                 # 250 MB and 1 GB runs under bench/out/
-    python bench/bench_checkin.py --sizes 1G --warm-runs 9
+    python bench/bench_checkin.py                        # 1 GB and 4 GB runs under bench/out/
+    python bench/bench_checkin.py --sizes 1G --repeats 9
+    python bench/bench_checkin.py --sizes 1G --long 100000   # plus a run with 100,000 steps of history
 
-Side by side, for each run size:
-  (c) `grep -cE "WARNING|ERROR"` over the run's log files: what the runbook does by hand.
-  (a) a cold first check-in: wall time and peak RSS of a fresh monitor process.
-  (b) a warm check-in after 1 MB more is appended, timed inside the running monitor
-      (the same process as (a); Python start-up not counted); median of --warm-runs.
-  (d) `rlagent check RUN --offline --json` as a whole process on the warm run; median of 3.
+For each run, in the same run of this script (the machine may be shared: every figure is a median
+of --repeats, and the load average is printed with each row):
+  cat   `cat` of the run's log files to /dev/null: reading the bytes.
+  grep  `grep -cE "WARNING|ERROR"` over the same files: what the runbook does by hand.
+  (a) a cold first check-in: a fresh monitor process per repeat, fresh state; wall and CPU time
+      (user + sys of the process, all threads) of the check-in alone, and the peak RSS.
+  (b) a warm check-in after 1 MB more is appended, timed inside the running monitor (Python
+      start-up not counted); wall and CPU.
+  (d) `rlagent check RUN --offline --json` as a whole process on the warm run, and next to it the
+      floor of the stack: a Python that only imports langgraph's graph and SQLite checkpointer.
 The appends are written by this process, not the monitor, so they do not count in its RSS.
+Not in the table yet: multi-node trees of rank files (the reader does not read them yet; multi-node
+reading is being added elsewhere) and the verl, TRL and OpenRLHF logs (their adapters likewise).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -32,14 +40,18 @@ from pathlib import Path
 from rlagent.graph.runner import Monitor
 from rlagent.tools.layout import discover_run
 monitor = Monitor(discover_run(sys.argv[1]), home=Path(sys.argv[2]), offline=True)
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 for command in sys.stdin:
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), cpu()
     state = monitor.check_in()
-    elapsed = time.perf_counter() - started
+    elapsed, cpu_s = time.perf_counter() - started, cpu() - cpu_started
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"seconds": elapsed, "bytes_read": state.out.observation.bytes_read,
+    print(json.dumps({"seconds": elapsed, "cpu_s": cpu_s, "bytes_read": state.out.observation.bytes_read,
                       "step": state.out.observation.trainer_step, "peak_rss_mb": rss_mb}), flush=True)
 """
+FLOOR = "import langgraph.graph, langgraph.checkpoint.sqlite"
 
 
 def parse_size(text: str) -> int:
@@ -51,84 +63,139 @@ def log_files(run: Path) -> list[str]:
     return sorted(str(p) for p in (run / "logs" / "latest").resolve().rglob("*.log"))
 
 
-def grep_seconds(run: Path, repeats: int = 3) -> tuple[float, int]:
+def timed(command: list[str], **kwargs) -> float:
+    started = time.perf_counter()
+    subprocess.run(command, stdout=subprocess.DEVNULL, check=True, **kwargs)
+    return time.perf_counter() - started
+
+
+def grep_hits(files: list[str]) -> int:
+    done = subprocess.run(["grep", "-cE", "WARNING|ERROR", *files], capture_output=True, text=True, check=False)
+    return sum(int(line.rsplit(":", 1)[-1]) for line in done.stdout.split())
+
+
+class MonitorProcess:
+    def __init__(self, run: Path, home: Path) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", MONITOR, str(run), str(home)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+
+    def check_in(self) -> dict:
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write("check\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())
+
+    def close(self) -> None:
+        assert self.proc.stdin
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def bench_run(name: str, run: Path, repeats: int, warm_runs: int) -> dict:
     files = log_files(run)
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        done = subprocess.run(["grep", "-cE", "WARNING|ERROR", *files], capture_output=True, text=True, check=False)
-        times.append(time.perf_counter() - started)
-    hits = sum(int(line.rsplit(":", 1)[-1]) for line in done.stdout.split())
-    return statistics.median(times), hits
-
-
-def bench_size(size: int, out: Path, warm_runs: int) -> dict:
-    run = out / f"big-h-{size >> 20}M"
-    if not run.exists():
-        write_big_h_run(run, size)
-    subprocess.run(["cat", *log_files(run)], stdout=subprocess.DEVNULL, check=True)  # same page cache for all
-    logs_bytes = sum(Path(f).stat().st_size for f in log_files(run))
+    subprocess.run(["cat", *files], stdout=subprocess.DEVNULL, check=True)  # same page cache for all
+    load_before = os.getloadavg()[0]
+    logs_bytes = sum(Path(f).stat().st_size for f in files)
+    cat, grep, cold = [], [], []
+    for _ in range(repeats):  # interleaved, so a burst of load hits every column alike
+        cat.append(timed(["cat", *files]))
+        grep.append(timed(["grep", "-cE", "WARNING|ERROR", *files]))
+        home = Path(tempfile.mkdtemp(prefix="rlagent-bench-"))
+        monitor = MonitorProcess(run, home)
+        cold.append(monitor.check_in())
+        monitor.close()
+        shutil.rmtree(home)
     home = Path(tempfile.mkdtemp(prefix="rlagent-bench-"))
-    grep_cold, hits = grep_seconds(run)
-    monitor = subprocess.Popen(
-        [sys.executable, "-c", MONITOR, str(run), str(home)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-
-    def check_in() -> dict:
-        monitor.stdin.write("check\n")
-        monitor.stdin.flush()
-        return json.loads(monitor.stdout.readline())
-
-    cold = check_in()
+    monitor = MonitorProcess(run, home)
+    monitor.check_in()
     warm = []
     for _ in range(warm_runs):
         append_big_h_run(run, 1 << 20)
-        warm.append(check_in())
-    monitor.stdin.close()
-    monitor.wait()
-    whole = []
-    for _ in range(3):
+        warm.append(monitor.check_in())
+    monitor.close()
+    rlagent = str(Path(sys.executable).with_name("rlagent"))
+    whole, floor = [], []
+    for _ in range(repeats):
         append_big_h_run(run, 1 << 20)
-        started = time.perf_counter()
-        subprocess.run(
-            [str(Path(sys.executable).with_name("rlagent")), "check", str(run), "--offline", "--json", "--home", str(home)],
-            stdout=subprocess.DEVNULL,
-            check=True,
-        )
-        whole.append(time.perf_counter() - started)
-    grep_warm, _ = grep_seconds(run)
+        whole.append(timed([rlagent, "check", str(run), "--offline", "--json", "--home", str(home)]))
+        floor.append(timed([sys.executable, "-c", FLOOR]))
     shutil.rmtree(home)
-    warm_s = statistics.median(w["seconds"] for w in warm)
+    med = statistics.median
+    cat_s, grep_s, cold_s = med(cat), med(grep), med(c["seconds"] for c in cold)
     return {
+        "run": name,
         "logs_mb": logs_bytes / 1e6,
-        "grep_s": grep_warm,
-        "grep_hits": hits,
-        "cold_s": cold["seconds"],
-        "cold_rss_mb": cold["peak_rss_mb"],
-        "warm_ms": warm_s * 1000,
-        "warm_bytes": statistics.median(w["bytes_read"] for w in warm),
+        "steps": warm[-1]["step"],
+        "grep_hits": grep_hits(files),
+        "cat_s": cat_s,
+        "grep_s": grep_s,
+        "cold_s": cold_s,
+        "cold_cpu_s": med(c["cpu_s"] for c in cold),
+        "cold_over_grep": cold_s / grep_s,
+        "cold_over_cat": cold_s / cat_s,
+        "cold_rss_mb": max(c["peak_rss_mb"] for c in cold),
+        "warm_ms": med(w["seconds"] for w in warm) * 1000,
+        "warm_cpu_ms": med(w["cpu_s"] for w in warm) * 1000,
+        "warm_bytes": med(w["bytes_read"] for w in warm),
         "warm_rss_mb": warm[-1]["peak_rss_mb"],
-        "whole_process_s": statistics.median(whole),
-        "grep_over_warm": grep_warm / warm_s,
-        "cold_over_grep": cold["seconds"] / grep_cold,
+        "whole_process_s": med(whole),
+        "stack_floor_s": med(floor),
+        "load_avg": (load_before, os.getloadavg()[0]),
     }
+
+
+def long_run(out: Path, steps: int) -> Path:
+    """An H run with `steps` steps of history and small batches (few log bytes per step)."""
+    from rlagent.evals.simulator.bigrun import big_h_scenario
+    from rlagent.evals.simulator.writer import _write
+
+    run = out / f"long-h-{steps // 1000}k"
+    if not run.exists():
+        scenario = big_h_scenario(0).model_copy(
+            update={
+                "name": "long-h",
+                "steps": steps,
+                "max_steps": 2 * steps,
+                "batch_size": 8,
+                "group_size": 2,
+                "turns": 1.0,
+                "eval_interval": 1000,
+                "ckpt_interval": 1000,
+                "step_time_s": 30.0,
+            }
+        )
+        _write(scenario, run, overwrite=True)
+    return run
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default="250M,1G")
+    parser.add_argument("--sizes", default="1G,4G")
+    parser.add_argument("--long", type=int, default=0, help="also a run with this many steps of history")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "out")
-    parser.add_argument("--warm-runs", type=int, default=7)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--warm-runs", type=int, default=9)
     args = parser.parse_args()
-    rows = {size: bench_size(parse_size(size), args.out, args.warm_runs) for size in args.sizes.split(",")}
+    runs: list[tuple[str, Path]] = []
+    for size in filter(None, args.sizes.split(",")):
+        run = args.out / f"big-h-{parse_size(size) >> 20}M"
+        if not run.exists():
+            write_big_h_run(run, parse_size(size))
+        runs.append((size, run))
+    if args.long:
+        runs.append((f"{args.long // 1000}k steps", long_run(args.out, args.long)))
+    rows = [bench_run(name, run, args.repeats, args.warm_runs) for name, run in runs]
     print(
-        f"{'run':>6} {'logs MB':>8} {'(c) grep s':>10} {'(a) cold s':>10} {'cold/grep':>9} {'(b) warm ms':>11} "
-        f"{'grep/warm':>9} {'(d) process s':>13} {'peak RSS MB':>11}"
+        f"{'run':>10} {'logs MB':>8} {'cat s':>6} {'grep s':>6} {'(a) cold s':>10} {'/grep':>6} {'/cat':>6} {'cold CPU s':>10} "
+        f"{'(b) warm ms':>11} {'warm CPU ms':>11} {'(d) process s':>13} {'stack floor s':>13} {'peak RSS MB':>11} {'load':>9}"
     )
-    for size, r in rows.items():
+    for r in rows:
         print(
-            f"{size:>6} {r['logs_mb']:>8.0f} {r['grep_s']:>10.3f} {r['cold_s']:>10.3f} {r['cold_over_grep']:>8.1f}x "
-            f"{r['warm_ms']:>11.1f} {r['grep_over_warm']:>8.0f}x {r['whole_process_s']:>13.2f} {r['warm_rss_mb']:>11.0f}"
+            f"{r['run']:>10} {r['logs_mb']:>8.0f} {r['cat_s']:>6.3f} {r['grep_s']:>6.3f} {r['cold_s']:>10.3f} "
+            f"{r['cold_over_grep']:>5.1f}x {r['cold_over_cat']:>5.1f}x {r['cold_cpu_s']:>10.3f} {r['warm_ms']:>11.1f} "
+            f"{r['warm_cpu_ms']:>11.1f} {r['whole_process_s']:>13.2f} {r['stack_floor_s']:>13.2f} "
+            f"{max(r['cold_rss_mb'], r['warm_rss_mb']):>11.0f} {r['load_avg'][0]:>4.1f}/{r['load_avg'][1]:.1f}"
         )
     print(json.dumps(rows, indent=2))
 

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 
 from rlagent.tools.loglines import Head, clean, parse_head
-from rlagent.tools.needlesearch import line_starts
+from rlagent.tools.needlesearch import count_newlines, line_starts_in
 
 # Every line a rule can use contains one of these: levels, crash text that torchrun or C++
 # print without a loguru head (`...Error:`, NCCL watchdog lines), and the INFO lines that
@@ -57,45 +57,57 @@ class ScanResult:
 def scan_file(
     path: str | os.PathLike, start: int, end: int, first_line_no: int, needles: tuple[bytes, ...] = NEEDLES
 ) -> ScanResult:
-    """Scan complete lines of `path` in [start, end); line numbers continue from first_line_no."""
+    """Scan complete lines of `path` in [start, end); line numbers continue from first_line_no.
+
+    Chunks are read into one reused buffer, after the partial line carried from the last one,
+    and scanned in place (no copies of the bulk bytes).
+    """
     result = ScanResult(end=start)
     line_no = first_line_no  # number of the next line to be read
-    with open(path, "rb") as f:
+    buf = bytearray(min(CHUNK, max(end - start, 0)) + 4096)
+    carry = 0  # bytes of an incomplete line at the front of buf
+    with open(path, "rb", buffering=0) as f:
         f.seek(start)
         pos = start
-        carry = b""
         while pos < end:
-            data = f.read(min(CHUNK, end - pos))
-            if not data:
+            want = min(CHUNK, end - pos)
+            if carry + want > len(buf):
+                buf.extend(bytes(carry + want - len(buf)))
+            with memoryview(buf) as view:
+                got = f.readinto(view[carry : carry + want])
+            if not got:
                 break
-            pos += len(data)
-            buf = carry + data if carry else data
-            cut = buf.rfind(b"\n") + 1
+            pos += got
+            filled = carry + got
+            cut = buf.rfind(b"\n", 0, filled) + 1
             if cut == 0:
-                carry = buf
-                if len(carry) > MAX_LINE * 16:  # a pathological line with no end in sight: skip ahead
-                    carry = carry[-MAX_LINE:]
+                carry = filled
+                if carry > MAX_LINE * 16:  # a pathological line with no end in sight: skip ahead
+                    buf[:MAX_LINE] = buf[carry - MAX_LINE : carry]
+                    carry = MAX_LINE
                 continue
-            complete, carry = buf[:cut], buf[cut:]
-            line_no = _scan_buffer(complete, line_no, result, needles)
-            result.end = pos - len(carry)
+            line_no = _scan_buffer(buf, cut, line_no, result, needles)
+            carry = filled - cut
+            buf[:carry] = buf[cut:filled]
+            result.end = pos - carry
     result.newlines = line_no - first_line_no
     return result
 
 
-def _scan_buffer(buf: bytes, line_no: int, result: ScanResult, needles: tuple[bytes, ...]) -> int:
-    """Scan one buffer of complete lines; return the number of the line after it."""
-    starts = line_starts(buf, needles)
-    result.binary_lines += junk_lines(buf)
+def _scan_buffer(buf: bytes | bytearray, n: int, line_no: int, result: ScanResult, needles: tuple[bytes, ...]) -> int:
+    """Scan the complete lines in buf[:n]; return the number of the line after them. Newlines are
+    counted only up to each candidate line, and once for the rest."""
+    starts = line_starts_in(buf, n, needles)
+    result.binary_lines += _junk_lines(buf, n)
     _sample_stamp(buf, 0, line_no, result)
     cursor, cursor_line = 0, line_no
     skip_until = -1
     for start in starts:
         if start < skip_until:
             continue
-        cursor_line += buf.count(b"\n", cursor, start)
+        cursor_line += count_newlines(buf, cursor, start)
         cursor = start
-        stop = buf.find(b"\n", start)
+        stop = buf.find(b"\n", start, n)
         raw = buf[start : min(stop, start + MAX_LINE)]
         if stop - start > MAX_LINE:
             result.long_lines += 1
@@ -105,28 +117,34 @@ def _scan_buffer(buf: bytes, line_no: int, result: ScanResult, needles: tuple[by
         head = parse_head(text)
         line = ScannedLine(cursor_line, text, head)
         if head is not None:
-            skip_until = _attach_continuation(buf, stop + 1, line, result)
+            skip_until = _attach_continuation(buf, n, stop + 1, line)
         result.lines.append(line)
-    last_line_start = buf.rfind(b"\n", 0, len(buf) - 1) + 1
-    end_line = cursor_line + buf.count(b"\n", cursor)
+    last_line_start = buf.rfind(b"\n", 0, n - 1) + 1
+    end_line = cursor_line + count_newlines(buf, cursor, n)
     _sample_stamp(buf, last_line_start, end_line - 1, result)
     return end_line
 
 
 def junk_lines(buf: bytes) -> int:
     """Lines holding NUL bytes or invalid UTF-8, anywhere in the buffer (C-speed when there are none)."""
+    return _junk_lines(buf, len(buf))
+
+
+def _junk_lines(buf: bytes | bytearray, n: int) -> int:
+    """junk_lines of buf[:n] (bytes after n, the carried partial line, are never counted)."""
     starts: set[int] = set()
-    i = buf.find(b"\x00")
+    i = buf.find(b"\x00", 0, n)
     while i != -1:
         starts.add(buf.rfind(b"\n", 0, i) + 1)
-        i = buf.find(b"\x00", i + 1)
-    if not buf.isascii():
+        i = buf.find(b"\x00", i + 1, n)
+    if not buf.isascii():  # the whole buffer: a non-ASCII byte past n only costs the exact check below
         try:
-            buf.decode("utf-8")
+            with memoryview(buf) as view:
+                str(view[:n], "utf-8")
         except UnicodeDecodeError as exc:
             first = buf.rfind(b"\n", 0, exc.start) + 1
             offset = first
-            for line in buf[first:].split(b"\n"):
+            for line in buf[first:n].split(b"\n"):
                 if not line.isascii():
                     try:
                         line.decode("utf-8")
@@ -136,15 +154,15 @@ def junk_lines(buf: bytes) -> int:
     return len(starts)
 
 
-def _attach_continuation(buf: bytes, pos: int, line: ScannedLine, result: ScanResult) -> int:
+def _attach_continuation(buf: bytes | bytearray, n: int, pos: int, line: ScannedLine) -> int:
     """Attach the lines after a record head that have no head of their own; return where they end.
 
     Once the detail is full the rest is left to the scan: a long traceback's last lines (the
     exception, torchrun's `ChildFailedError:`) are then classified on their own.
     """
     size = 0
-    while pos < len(buf) and len(line.detail) < MAX_CONTINUATION_LINES and size < MAX_DETAIL:
-        stop = buf.find(b"\n", pos)
+    while pos < n and len(line.detail) < MAX_CONTINUATION_LINES and size < MAX_DETAIL:
+        stop = buf.find(b"\n", pos, n)
         raw = buf[pos : min(stop, pos + MAX_LINE)]
         text = clean(raw)
         if raw and raw[0] in _HEAD_FIRST_BYTES and parse_head(text) is not None:
@@ -158,7 +176,7 @@ def _attach_continuation(buf: bytes, pos: int, line: ScannedLine, result: ScanRe
     return pos
 
 
-def _sample_stamp(buf: bytes, start: int, line_no: int, result: ScanResult) -> None:
+def _sample_stamp(buf: bytes | bytearray, start: int, line_no: int, result: ScanResult) -> None:
     """Record the time of a line at a buffer's edge, so long stretches without hits keep their dates."""
     stop = buf.find(b"\n", start)
     if stop == -1:

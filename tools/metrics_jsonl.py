@@ -8,12 +8,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 import orjson
 
 from rlagent.models.observation import EvalPoint, FileCursor
-from rlagent.tools.metric_names import canonical_jsonl, eval_scores, is_orchestrator_row
+from rlagent.tools.metric_names import (
+    ORCHESTRATOR_JSONL_KEYS,
+    TRAINER_JSONL_KEYS,
+    canonical_jsonl,
+    eval_scores,
+    is_orchestrator_row,
+)
 from rlagent.tools.tail import iter_complete_lines, plan_read
 
 REL = "metrics.jsonl"
@@ -59,6 +66,18 @@ def read_metrics(run_dir: Path, cursor: FileCursor | None) -> MetricsRead:
     return out
 
 
+@lru_cache(maxsize=64)
+def _row_plan(keys: tuple[str, ...]) -> tuple[bool, bool, tuple[str, ...]]:
+    """What a row with these keys (in this order) is: (an eval row, an orchestrator row, the keys
+    canonical_jsonl can read). A run writes rows of a few shapes with hundreds of keys; each shape is
+    worked out once, and canonical_jsonl then sees only the keys it reads, in the row's order."""
+    is_eval = any(k.startswith("eval/") for k in keys)
+    orchestrator = is_orchestrator_row(dict.fromkeys(keys))
+    table = ORCHESTRATOR_JSONL_KEYS if orchestrator else TRAINER_JSONL_KEYS
+    wanted = tuple(k for k in keys if k in table or (orchestrator and k.startswith("train/agg/all/")))
+    return is_eval, orchestrator, wanted
+
+
 def _take_row(raw: bytes, line_no: int, out: MetricsRead, bad: int, first_bad: int) -> tuple[int, int]:
     """Fold one row into `out`; returns the updated (bad rows, first bad line)."""
     try:
@@ -68,12 +87,12 @@ def _take_row(raw: bytes, line_no: int, out: MetricsRead, bad: int, first_bad: i
             raise ValueError("step")
     except (orjson.JSONDecodeError, ValueError, KeyError, TypeError):
         return bad + 1, first_bad or line_no
-    if (isinstance(step, float) and not step.is_integer()) or any(k.startswith("eval/") for k in row):
+    is_eval, orchestrator, keys = _row_plan(tuple(row))
+    if (isinstance(step, float) and not step.is_integer()) or is_eval:
         for env, score in eval_scores(row).items():
             out.evals.append(EvalPoint(env=env, step=int(step), score=score))
         return bad, first_bad
-    orchestrator = is_orchestrator_row(row)
-    values = canonical_jsonl(row, orchestrator)
+    values = canonical_jsonl({k: row[k] for k in keys}, orchestrator)
     process = "orchestrator" if orchestrator else "trainer"
     target = out.orchestrator if orchestrator else out.trainer
     if values:

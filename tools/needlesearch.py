@@ -19,22 +19,46 @@ except ImportError:  # pragma: no cover - exercised where hyperscan is unavailab
 
 def line_starts(buf: bytes, needles: tuple[bytes, ...]) -> list[int]:
     """Sorted start offsets of lines of `buf` (complete lines) containing any needle."""
-    if hyperscan is not None and len(buf) >= 4096:
-        return _line_starts_of(buf, _hyperscan_ends(buf, needles))
-    return line_starts_by_find(buf, needles)
+    return line_starts_in(buf, len(buf), needles)
+
+
+def line_starts_in(buf: bytes | bytearray, n: int, needles: tuple[bytes, ...]) -> list[int]:
+    """`line_starts` of buf[:n] (complete lines), without copying it."""
+    if hyperscan is not None and n >= 4096:
+        return _line_starts_of(buf, n, _hyperscan_ends(buf, n, needles))
+    return _line_starts_by_find(buf, n, needles)
 
 
 def line_starts_by_find(buf: bytes, needles: tuple[bytes, ...]) -> list[int]:
+    return _line_starts_by_find(buf, len(buf), needles)
+
+
+def _line_starts_by_find(buf: bytes | bytearray, n: int, needles: tuple[bytes, ...]) -> list[int]:
     starts: set[int] = set()
     for needle in needles:
-        i = buf.find(needle)
+        i = buf.find(needle, 0, n)
         while i != -1:
             starts.add(buf.rfind(b"\n", 0, i) + 1)
-            i = buf.find(needle, buf.find(b"\n", i))
+            line_end = buf.find(b"\n", i, n)
+            i = -1 if line_end == -1 else buf.find(needle, line_end, n)
     return sorted(starts)
 
 
 _local = threading.local()
+
+
+_NUMPY_FROM = 1 << 20
+"""Ranges this long are counted with numpy (a SIMD compare, 4x bytes.count); shorter ones, as
+in a warm check-in, with bytes.count (numpy is imported only when a long range comes)."""
+
+
+def count_newlines(buf: bytes | bytearray, start: int, end: int) -> int:
+    """Newlines in buf[start:end], without copying it."""
+    if end - start < _NUMPY_FROM:
+        return buf.count(b"\n", start, end)
+    import numpy  # 0.1 s to import: only long reads need it
+
+    return int(numpy.count_nonzero(numpy.frombuffer(buf, numpy.uint8, end - start, start) == 10))
 
 
 def _database(needles: tuple[bytes, ...]):
@@ -60,17 +84,18 @@ def _compile(needles: tuple[bytes, ...]):
     return database
 
 
-def _hyperscan_ends(buf: bytes, needles: tuple[bytes, ...]) -> list[int]:
+def _hyperscan_ends(buf: bytes | bytearray, n: int, needles: tuple[bytes, ...]) -> list[int]:
     ends: list[int] = []
 
     def on_match(_id: int, _start: int, end: int, _flags: int, _context: object) -> None:
         ends.append(end)
 
-    _database(needles).scan(buf, match_event_handler=on_match)
+    with memoryview(buf) as view:
+        _database(needles).scan(view[:n], match_event_handler=on_match)
     return ends
 
 
-def _line_starts_of(buf: bytes, ends: list[int]) -> list[int]:
+def _line_starts_of(buf: bytes | bytearray, n: int, ends: list[int]) -> list[int]:
     starts: list[int] = []
     line_end = -1
     for end in sorted(ends):
@@ -78,7 +103,7 @@ def _line_starts_of(buf: bytes, ends: list[int]) -> list[int]:
         if inside <= line_end:
             continue
         starts.append(buf.rfind(b"\n", 0, inside) + 1)
-        line_end = buf.find(b"\n", inside)
+        line_end = buf.find(b"\n", inside, n)
         if line_end == -1:
-            line_end = len(buf)
+            line_end = n
     return starts

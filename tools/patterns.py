@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 
 @dataclass(frozen=True)
@@ -92,27 +93,37 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
 
 def classify(message: str, level: str) -> tuple[str | None, list[float]]:
     """Return the event kind of a line (or None) and the numbers its pattern captured."""
-    warn_or_error = level in ("WARNING", "ERROR", "CRITICAL")
+    kind, numbers = _classify(message, level in ("WARNING", "ERROR", "CRITICAL"))
+    return kind, list(numbers)
+
+
+@lru_cache(maxsize=1024)
+def _classify(message: str, warn_or_error: bool) -> tuple[str | None, tuple[float, ...]]:
+    """classify, remembered: a long log repeats the same warning thousands of times."""
     for pattern in EVENT_PATTERNS:
         if not (pattern.any_level or warn_or_error):
             continue
         match = pattern.regex.search(message)
         if match:
-            numbers = [float(g) for g in match.groups() if g is not None]
-            return pattern.kind, numbers
-    return None, []
+            return pattern.kind, tuple(float(g) for g in match.groups() if g is not None)
+    return None, ()
 
 
 _DETAIL_KINDS = frozenset({"cuda_oom", "host_oom", "nccl"})
+_DETAIL_PATTERNS = tuple(p for p in EVENT_PATTERNS if p.kind in _DETAIL_KINDS)
+# Any of them anywhere (none spans a line break): most tracebacks reveal none, and say so in one search.
+_ANY_DETAIL = re.compile("|".join(f"(?:{p.regex.pattern})" for p in _DETAIL_PATTERNS))
 
 
 def detail_kinds(detail_lines: list[str]) -> list[tuple[str, list[float], int]]:
     """Root causes a traceback reveals under a head (a `Fatal error` caused by a CUDA OOM):
     (kind, captured numbers, index of the detail line), first occurrence of each kind."""
     found: dict[str, tuple[str, list[float], int]] = {}
+    if not detail_lines or not _ANY_DETAIL.search("\n".join(detail_lines)):
+        return []
     for index, text in enumerate(detail_lines):
-        for pattern in EVENT_PATTERNS:
-            if pattern.kind in _DETAIL_KINDS and pattern.kind not in found:
+        for pattern in _DETAIL_PATTERNS:
+            if pattern.kind not in found:
                 match = pattern.regex.search(text)
                 if match:
                     found[pattern.kind] = (pattern.kind, [float(g) for g in match.groups() if g is not None], index)
@@ -127,6 +138,7 @@ _MASKS = (
 )
 
 
+@lru_cache(maxsize=1024)
 def message_template(message: str) -> str:
     """Mask numbers, hex and ids so that a thousand identical warnings group as one."""
     for regex, repl in _MASKS:

@@ -8,6 +8,7 @@ did the run come back after that crash line).
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 import re
@@ -46,7 +47,18 @@ def median(values: Iterable[float]) -> float:
 
 def rolling_median(values: Sequence[float], window: int) -> list[float]:
     """Median of each value's trailing window (shorter at the start)."""
-    return [median(values[max(0, i - window + 1) : i + 1]) for i in range(len(values))]
+    if window < 1 or not all(math.isfinite(v) and (v or math.copysign(1.0, v) > 0) for v in values):
+        # NaN has no place in a sorted window, and -0.0 == 0.0 would let the window drop the wrong zero.
+        return [median(values[max(0, i - window + 1) : i + 1]) for i in range(len(values))]
+    out: list[float] = []
+    ordered: list[float] = []  # the window, sorted: one insert and one removal per step
+    for i, value in enumerate(values):
+        bisect.insort(ordered, value)
+        if i >= window:
+            ordered.remove(values[i - window])
+        n = len(ordered)
+        out.append(ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2)  # as statistics.median
+    return out
 
 
 def rolling_mean(values: Sequence[float], window: int) -> list[float]:
@@ -76,8 +88,10 @@ def streak_vs_reference(
     for i in range(len(values) - 2, -1, -1):
         extreme[i] = max(extreme[i], extreme[i + 1]) if below else min(extreme[i], extreme[i + 1])
     best: tuple[int, float] | None = None
+    # The median of the `window` values before `start` is the rolling median ending at start - 1.
+    refs = rolling_median(values[: len(values) - 1], window) if min_ref >= 1 else None
     for start in range(len(values) - 1, min_ref - 1, -1):
-        ref = median(values[max(0, start - window) : start])
+        ref = refs[start - 1] if refs is not None else median(values[max(0, start - window) : start])
         limit = ratio * ref
         if (extreme[start] < limit) if below else (extreme[start] > limit):
             best = (start, ref)
