@@ -47,7 +47,8 @@ def test_watch_a_directory_of_runs(fleet, tmp_path):
     assert "round 2: 3 check-in(s) of 4 run(s)" in out  # the finished run is not checked again
     assert "notification to webhook 1 (json) failed (connection failed" in out and "tried again next round" in out
     for run in ("sweep/a-healthy", "sweep/b-crashed", "d-truncating"):
-        assert (fleet / run / "STATUS.md").read_text().count("<!-- rlagent:checkin") == 3  # header + 2 entries
+        # header and round 1; round 2 of an offline run with nothing new appends nothing
+        assert (fleet / run / "STATUS.md").read_text().count("<!-- rlagent:checkin") == 2
     assert (fleet / "c-finished" / "STATUS.md").read_text().count("<!-- rlagent:checkin") == 2
     html = report.read_text()
     assert html.startswith("<!DOCTYPE html>") and "b-crashed" in html and "run_crashed" in html
@@ -99,6 +100,9 @@ def test_silence_and_ack_from_the_command_line(fleet):
     assert "open incident: run_crashed (critical) since check-in #1, acknowledged by alice" in one.stdout
     assert "silence #1: cuda_oom until" in one.stdout
 
+    # the run writes one more line (an offline re-check with nothing new appends no entry)
+    with crashed.joinpath("logs", "attempt_1", "orchestrator.log").open("a") as log:
+        log.write("\x1b[2m14:19:51\x1b[0m \x1b[1m   INFO\x1b[0m Train batch 64/128 (50.0%) (+4 buffered)\n")
     assert rlagent("watch", str(fleet), "--offline", "--max-rounds", "1").returncode == 0
     entry = crashed.joinpath("STATUS.md").read_text().rsplit("## ", 1)[1]
     assert "`cuda_oom`" in entry and "[silenced until" in entry and "known OOM, fix queued]" in entry
