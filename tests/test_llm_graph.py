@@ -67,20 +67,20 @@ def test_the_auditors_quote_is_checked_on_disk_and_a_false_one_rejects(tmp_path)
         tmp_path,
         {
             "approve": True,
-            "verified": [{"kind": "log", "file": "logs/attempt_1/trainer.log", "line": 30, "quote": "Fatal error in train"}],
+            "verified": [{"kind": "log", "file": "logs/attempt_1/trainer.log", "line": 29, "quote": "Fatal error in train"}],
             "reasons": ["ok"],
         },
     )
     llm, _ = scripted(*answers)
     good = check(run, tmp_path, llm, launch_command=LAUNCH).out.reviews[0].verdicts[0]
     assert good.reviewer == "evidence auditor" and good.approve
-    assert any(c.name == "claude_quote_on_disk" and c.ok and "trainer.log:30" in c.detail for c in good.reasons)
+    assert any(c.name == "claude_quote_on_disk" and c.ok and "trainer.log:29" in c.detail for c in good.reasons)
 
     run, answers = _crash_answers(
         tmp_path / "b",
         {
             "approve": True,
-            "verified": [{"kind": "log", "file": "logs/attempt_1/trainer.log", "line": 31, "quote": "Fatal error in train"}],
+            "verified": [{"kind": "log", "file": "logs/attempt_1/trainer.log", "line": 30, "quote": "Fatal error in train"}],
             "reasons": ["ok"],
         },
     )
@@ -88,7 +88,7 @@ def test_the_auditors_quote_is_checked_on_disk_and_a_false_one_rejects(tmp_path)
     bad = check(run, tmp_path / "b", llm, launch_command=LAUNCH).out.reviews[0].verdicts[0]
     assert not bad.approve  # the rules auditor approved; Claude's unverifiable approval turns the slot into a rejection
     assert any(c.name == "claude_quote_on_disk" and not c.ok for c in bad.reasons)
-    assert log_line(run, "logs/attempt_1/trainer.log", 30).endswith("Fatal error in train")
+    assert log_line(run, "logs/attempt_1/trainer.log", 29).endswith("Fatal error in train")
 
 
 def test_a_persona_cannot_overturn_a_rules_rejection_and_a_rejection_ends_the_round(tmp_path):
@@ -99,7 +99,7 @@ def test_a_persona_cannot_overturn_a_rules_rejection_and_a_rejection_ends_the_ro
         tmp_path,
         {
             "approve": True,
-            "verified": [{"kind": "log", "file": "logs/attempt_1/trainer.log", "line": 30, "quote": "Fatal error in train"}],
+            "verified": [{"kind": "log", "file": "logs/attempt_1/trainer.log", "line": 29, "quote": "Fatal error in train"}],
             "reasons": ["ok"],
         },
         safety={"approve": True, "concerns": [], "reasons": ["looks safe"]},

@@ -38,9 +38,8 @@ def drop_non_finite(row: dict[str, object]) -> tuple[dict[str, object], list[str
 
 
 def dropping_warning(dropped: list[str]) -> str:
-    preview = ", ".join(dropped[:5])
-    suffix = " ..." if len(dropped) > 5 else ""
-    return f"Dropping {len(dropped)} non-finite value(s) from metrics.jsonl: {preview}{suffix}"
+    """`monitors/file.py`: the count, then at most five keys (no marker when cut)."""
+    return f"Dropping {len(dropped)} non-finite value(s) from metrics.jsonl: {', '.join(dropped[:5])}"
 
 
 def dumps(step: int | float, epoch: float, metrics: dict[str, object]) -> str:

@@ -91,7 +91,14 @@ def startup(sim: Sim) -> list[Event]:
     first = "Starting orchestrator (algorithm: grpo)" if sim.h else "Starting orchestrator (rl)"
     out = [sim.log(t, "orchestrator", "INFO", first)]
     if sim.h:
-        out.append(sim.log(t + 0.3, "orchestrator", "INFO", f"Logging metrics to {sim.run_dir}/metrics.jsonl"))
+        out.append(
+            sim.log(
+                t + 0.3,
+                "orchestrator",
+                "INFO",
+                f"Logging metrics to {sim.run_dir}/metrics.jsonl and episodes to {sim.run_dir}/rollouts",
+            )
+        )
     # a fresh run says nothing about checkpoints (`No checkpoints found` is a `--resume` finding none)
     if sim.sc.resume_step is not None:
         # L's orchestrator says `training` here too (orchestrator.py at 7f7ce8a)

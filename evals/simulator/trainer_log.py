@@ -44,7 +44,14 @@ def startup(sim: Sim) -> list[Event]:
     if resume is not None:
         out.append(sim.log(t + 4.0, "trainer", "INFO", f"Resuming training from checkpoint step {resume}"))
     if sim.h:
-        out.append(sim.log(t + 4.2, "trainer", "INFO", f"Logging metrics to {sim.run_dir}/metrics.jsonl"))
+        out.append(
+            sim.log(
+                t + 4.2,
+                "trainer",
+                "INFO",
+                f"Logging metrics to {sim.run_dir}/metrics.jsonl and episodes to {sim.run_dir}/rollouts",
+            )
+        )
     tokens, samples, _ = sim.dyn.cumulative(resume or 0)
     start = f"Starting from step {sim.sc.first_step} (total_tokens={round(tokens)}, total_samples={samples})"
     out.append(sim.log(sim.tl.trainer_ready, "trainer", "INFO", start))
