@@ -76,6 +76,8 @@ def render_entry(state: CheckinState, obs: Observation, marker: str) -> str:
     notes = list(dict.fromkeys(obs.notes))
     if obs.rollouts_step is None and obs.trainer_step is not None:
         notes.append("no saved rollouts found: samples cannot be read (a monitoring limitation)")
+    if state.alerts.retire_finished and any(f.id == "run_finished" for f in state.out.findings):
+        notes.append("final check-in: the run finished, so `rlagent watch` retires it (a new attempt brings it back)")
     return render(
         "status_entry.j2",
         checked_at=obs.now,
@@ -86,6 +88,7 @@ def render_entry(state: CheckinState, obs: Observation, marker: str) -> str:
         stability=stability_line(history, state.out.findings),
         performance=performance_line(history, obs),
         findings=state.out.findings,
+        marks={f.id: mark for f in state.out.findings if (mark := state.alerts.mark(f.id))},
         samples=samples_worth_quoting(state.out.findings, obs),
         groups=[g for g in obs.warning_groups if g.level != "STDERR"][:8],
         notes=notes[:12],

@@ -32,6 +32,7 @@ from rlagent.agents.llm.runtime import LLMRuntime
 from rlagent.agents.review import ReviewDeps, Reviewer, default_reviewers, make_team_review
 from rlagent.agents.rules.thresholds import Thresholds
 from rlagent.agents.writer import WriterDeps, make_writer
+from rlagent.graph.alerts import AlertBook, Recorded
 from rlagent.graph.build import Nodes, build_graph
 from rlagent.graph.store import connect, prune_checkpoints, run_key, run_lock, state_dir
 from rlagent.models.actions import ApprovalMode, ApprovalRequest, Decision, Gate, TmuxTarget
@@ -130,6 +131,7 @@ class Monitor:
         nodes: Nodes | None = None,
         actions: ActionConfig | None = None,
         llm: LLMRuntime | None = None,
+        retire_finished: bool = False,
     ) -> None:
         from langgraph.checkpoint.sqlite import SqliteSaver  # heavy: imported only when checking in
 
@@ -197,6 +199,11 @@ class Monitor:
         )
         self.graph = build_graph(self.nodes, self.saver)
         self.saver.setup()
+        self.book = AlertBook(self.conn)
+        """Incidents, silences, the outbox and the fleet snapshot, in the same store."""
+        self.retire_finished = retire_finished
+        self.recorded: Recorded | None = None
+        """What the last check-in recorded (incidents changed, the run's snapshot)."""
         self._known_head: str | None = None
         self._maybe_pending = True
         self._known_checkin = 0
@@ -290,6 +297,7 @@ class Monitor:
                 "checkin": self._known_checkin + 1,
                 "gate": self.gate,
                 "now_override": now,
+                "alerts": self.book.context(retire_finished=self.retire_finished),
                 "out": CheckinOutput(),  # what this check-in produces starts empty; the run's memory carries over
             }
             result = self.graph.invoke(fresh, self.config, durability="exit")
@@ -297,6 +305,7 @@ class Monitor:
             state = CheckinState.model_validate(result)
             self._known_head, self._known_checkin = self._head(), state.checkin
             self._maybe_pending = bool(result.get("__interrupt__"))
+            self.recorded = self.book.record(state)
         logger.debug("check-in #{} of {} took {:.1f} ms", state.checkin, self.key, (time.perf_counter() - started) * 1000)
         return state
 

@@ -25,9 +25,12 @@ from rlagent.commands.doctor import doctor  # noqa: E402
 from rlagent.commands.evaluate import evaluate  # noqa: E402
 from rlagent.commands.helpfmt import show_version  # noqa: E402
 from rlagent.commands.replay import replay  # noqa: E402
+from rlagent.commands.report import report  # noqa: E402
 from rlagent.commands.run import run  # noqa: E402
+from rlagent.commands.silence import ack, silence  # noqa: E402
 from rlagent.commands.simulate import simulate  # noqa: E402
 from rlagent.commands.status import status  # noqa: E402
+from rlagent.commands.watch import watch  # noqa: E402
 
 app = typer.Typer(
     help="rlagent watches an RL training run of prime-rl, verl, TRL or OpenRLHF: it reads configs, logs, metrics and rollouts, "
@@ -61,6 +64,10 @@ app.command(name="status")(status)
 app.command(name="doctor")(doctor)
 app.command(name="demo")(demo)
 app.command(name="simulate")(simulate)
+app.command(name="watch")(watch)
+app.command(name="report")(report)
+app.command(name="silence")(silence)
+app.command(name="ack")(ack)
 
 
 def main() -> None:

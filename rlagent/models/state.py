@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 
 from rlagent.models.actions import DispatchRecord, Gate, LaunchCommand, LaunchOutcome, Proposal, Review
 from rlagent.models.findings import Finding, FindingRecord
+from rlagent.models.incidents import AlertContext
 from rlagent.models.llm import LLMRecord
 from rlagent.models.observation import FileCursor, LogEvent, MetricHistory, Observation, Rollout, WarningGroup
 from rlagent.models.run import Health, RunConfig, RunInfo
@@ -85,6 +86,8 @@ class CheckinState(BaseModel):
     """Whether an agreed proposal is offered for a person's approval (set by the monitor)."""
     now_override: datetime | None = None
     """Offline check-ins only: the time of this check-in (a replay's schedule)."""
+    alerts: AlertContext = Field(default_factory=AlertContext)
+    """Silences and acknowledgements in force, for the entry's marks (set by the monitor)."""
     memory: RunMemory = Field(default_factory=RunMemory)
     out: CheckinOutput = Field(default_factory=CheckinOutput)
 
