@@ -19,6 +19,7 @@ import jinja2
 from rlagent.models.fleet import FindingView, Mark, Plot, RunSnapshot, RunSummary, Series
 from rlagent.models.incidents import Incident, Silence
 from rlagent.models.observation import MetricHistory
+from rlagent.models.run import Framework, RunInfo
 from rlagent.models.state import CheckinState
 from rlagent.tools.svgplot import downsample, line_plot, sparkline_svg
 
@@ -40,8 +41,8 @@ PLOTS: tuple[tuple[str, str, str, tuple[tuple[str, str, str], ...], float], ...]
 )
 
 
-def framework_of(run) -> str:
-    return getattr(run, "framework", None) or "prime-rl"
+def framework_of(run: RunInfo) -> str:
+    return Framework(run.framework).value
 
 
 def _median_step_time(history: MetricHistory) -> float | None:
@@ -68,7 +69,7 @@ def summary_of(state: CheckinState, *, wall: datetime | None = None, retired: bo
         run_dir=state.run.run_dir,
         name=state.run.name,
         framework=framework_of(state.run),
-        layout=state.run.layout.value,
+        layout=state.run.layout.value if state.run.layout is not None else None,  # None: verl, TRL, OpenRLHF
         health=state.out.health.value if state.out.health else None,
         step=step,
         max_steps=max_steps,
