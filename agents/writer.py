@@ -49,9 +49,18 @@ def write(state: CheckinState, deps: WriterDeps) -> dict:
     marker = entry_marker(deps.run_key, state.checkin)
     entry = render_entry(state, obs, marker)
     written, write_error = False, None
+    marks = alert_marks(state)
     # A recorded run re-checked with nothing new would only repeat the last entry word for word (its
-    # "now" is its newest line). A replay's check-ins have their own moments: time passing is news there.
-    unchanged = obs.offline and state.now_override is None and state.checkin > 1 and obs.bytes_read == 0 and not obs.new_attempt
+    # "now" is its newest line). A replay's check-ins have their own moments: time passing is news there,
+    # and so is a silence or an acknowledgement that changed the marks of the last entry written.
+    unchanged = (
+        obs.offline
+        and state.now_override is None
+        and state.checkin > 1
+        and obs.bytes_read == 0
+        and not obs.new_attempt
+        and marks == state.memory.entry_marks
+    )
     if deps.write and not unchanged:
         text = entry
         if state.checkin == 1:
@@ -64,11 +73,17 @@ def write(state: CheckinState, deps: WriterDeps) -> dict:
     return {
         "status_entry": entry,
         "written": written,
+        "entry_marks": marks if written else state.memory.entry_marks,
         "write_error": write_error,
         "checked_at": obs.now,
         # This check-in's events are already in `events`: not stored twice.
         "observation": obs.model_copy(update={"new_events": []}),
     }
+
+
+def alert_marks(state: CheckinState) -> dict[str, str]:
+    """Finding id -> its silence or acknowledgement mark in the entry (`rlagent watch`, `silence`, `ack`)."""
+    return {f.id: mark for f in state.out.findings if (mark := state.alerts.mark(f.id))}
 
 
 def render_entry(state: CheckinState, obs: Observation, marker: str) -> str:
@@ -88,7 +103,7 @@ def render_entry(state: CheckinState, obs: Observation, marker: str) -> str:
         stability=stability_line(history, state.out.findings),
         performance=performance_line(history, obs),
         findings=state.out.findings,
-        marks={f.id: mark for f in state.out.findings if (mark := state.alerts.mark(f.id))},
+        marks=alert_marks(state),
         samples=samples_worth_quoting(state.out.findings, obs),
         groups=[g for g in obs.warning_groups if g.level != "STDERR"][:8],
         notes=notes[:12],

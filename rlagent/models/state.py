@@ -51,6 +51,9 @@ class RunMemory(BaseModel):
     """Commands rlagent sent to this run (restart budget, loop detection)."""
     llm_log: list[LLMRecord] = Field(default_factory=list)
     """Every check-in's LLM record (bounded): the run's token history and the daily cost cap."""
+    entry_marks: dict[str, str] = Field(default_factory=dict)
+    """Finding id -> silence or acknowledgement mark, as in the last entry written to STATUS.md: a
+    change is news for an offline re-check that read nothing new."""
 
 
 class CheckinOutput(BaseModel):
