@@ -3,10 +3,12 @@ processes over a directory of simulated runs."""
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +16,7 @@ from fleetkit import free_port, simulate
 from runbuilder import HRun
 
 RLAGENT = [sys.executable, "-m", "rlagent"]
+FIXTURES = Path(__file__).resolve().parent.parent / "evals" / "fixtures"
 TOKEN = "T0KEN-s3cr3t-42"
 
 
@@ -107,6 +110,20 @@ def test_silence_and_ack_from_the_command_line(fleet):
     assert "`run_crashed`" in entry and "[acknowledged by alice]" in entry
     assert rlagent("silence", str(crashed), "--remove", "1").returncode == 0
     assert "no silence in force" in rlagent("silence", str(crashed), "--list").stdout
+
+
+def test_a_verl_run_is_one_run_to_status_and_silence(tmp_path):
+    """`status` and `silence` find a run of any framework the way `check` does (not a folder of runs)."""
+    run, home = tmp_path / "verl-run", tmp_path / "home"
+    shutil.copytree(FIXTURES / "99_verl-host-oom" / "run", run)
+    assert rlagent("check", str(run), "--offline", "--home", str(home)).returncode == 0
+    one = rlagent("status", str(run), "--home", str(home), "--json")
+    assert one.returncode == 0, one.stderr
+    shown = json.loads(one.stdout)  # the run's own status, with its incidents: not a fleet table
+    assert shown["checkin"] == 1 and shown["health"] == "Down" and shown["run_dir"] == str(run.resolve())
+    assert "run_crashed" in {i["finding_id"] for i in shown["incidents"]}
+    ok = rlagent("silence", str(run), "run_crashed", "--for", "1h", "--reason", "host OOM known", "--home", str(home))
+    assert ok.returncode == 0 and "silenced run_crashed on verl-run until" in ok.stdout, ok.stderr
 
 
 def test_ctrl_c_ends_the_round_cleanly(fleet):

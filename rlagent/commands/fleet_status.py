@@ -22,13 +22,21 @@ STYLE = {"Healthy": "green", "Degraded": "yellow", "Down": "bold red"}
 
 
 def is_fleet(path: Path) -> bool:
-    """The path is not a run itself (a folder of runs, or of nothing rlagent reads)."""
+    """The path is not a run itself (a folder of prime-rl runs, or of nothing rlagent reads). A verl,
+    TRL or OpenRLHF run is a run: its status is the run's, as before `watch` existed."""
+    from rlagent.tools.adapters import NoFramework, discover
     from rlagent.tools.layout import RunNotFound, discover_run
 
     try:
         return discover_run(path).picked_from is not None
     except RunNotFound:
-        return path.is_dir()
+        if not path.is_dir():
+            return False
+    try:
+        discover(path)
+    except (NoFramework, RunNotFound, OSError):
+        return True
+    return False
 
 
 def run_alerts(home: Path, run_dir: str) -> dict:
@@ -98,7 +106,7 @@ def fleet_rows(root: Path, home: Path, max_depth: int) -> tuple[list[dict], list
             {
                 "run": run.name,
                 "run_dir": run.run_dir,
-                "framework": (s.framework if s else getattr(run, "framework", None)) or "prime-rl",
+                "framework": s.framework if s else run.framework.value,
                 "health": s.health if s else None,
                 "step": s.step if s else None,
                 "max_steps": s.max_steps if s else None,

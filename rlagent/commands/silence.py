@@ -39,11 +39,11 @@ def _open(run_dir: Path, config: Path | None, home: Path | None):
     from rlagent.commands import common
     from rlagent.graph.fleetview import state_db_path
     from rlagent.tools.fleetdb import FleetDB
-    from rlagent.tools.layout import RunNotFound, discover_run
+    from rlagent.tools.layout import RunNotFound
 
     settings = common.settings_from(config, home=home)
     try:
-        run = discover_run(run_dir)
+        run = common.find_run(run_dir)  # of any framework rlagent reads, as `check` and `status` find it
     except RunNotFound as exc:
         common.fail(str(exc))
         raise AssertionError from exc
