@@ -445,3 +445,16 @@ def test_doctor_says_what_a_restart_needs(tmp_path):
     finally:
         server.kill()
         socket_file(socket).unlink(missing_ok=True)
+
+
+def test_doctor_reads_a_verl_run(tmp_path):
+    """doctor finds a run of any framework the way `check` does, with its adapter's checkpoints and launch script."""
+    run = tmp_path / "verl-run"
+    shutil.copytree(ROOT / "evals" / "fixtures" / "95_verl-actor-died-resumed" / "run", run)
+    done = rlagent("doctor", str(run), "--tmux-socket", f"rlagent-doctor-none-{os.getpid()}", "--llm", "off",
+                   "--home", str(tmp_path / "home"))  # fmt: skip
+    assert "Traceback" not in done.stderr and "not a prime-rl run" not in done.stderr
+    assert f"{run.resolve()} (verl)" in done.stdout
+    assert "newest complete at step 40" in done.stdout
+    assert "`bash run_grpo.sh` from run_grpo.sh in the run dir" in done.stdout
+    assert done.returncode == 1 and "missing: tmux" in done.stdout  # no tmux server on that socket

@@ -53,7 +53,8 @@ def doctor(
     llm: LlmOpt = None,
 ) -> None:
     """Check what a restart of the run would need (tmux, launch command, checkpoint...) and say what is missing."""
-    from rlagent.tools.layout import RunNotFound, discover_run
+    from rlagent.commands.common import find_run
+    from rlagent.tools.layout import RunNotFound
 
     settings = settings_from(
         config,
@@ -64,11 +65,12 @@ def doctor(
         llm={"mode": llm.value} if llm else None,
     )
     try:
-        run = discover_run(run_dir)
+        run = find_run(run_dir)  # of any framework rlagent reads, as `check` finds it
     except RunNotFound as exc:
         fail(str(exc))
+    kind = f"prime-rl layout {run.layout.value}" if run.layout is not None else run.framework.value
     checks = [
-        Check("run", "ok", f"{run.run_dir} (prime-rl layout {run.layout.value})"),
+        Check("run", "ok", f"{run.run_dir} ({kind})"),
         _status_file(Path(run.run_dir)),
         _state_home(settings.home),
         *_tmux(settings),
@@ -188,8 +190,15 @@ def _launch_command(run, settings) -> Check:
 
 
 def _checkpoint(run) -> Check:
+    from rlagent.models.run import Framework
+    from rlagent.tools.adapters import adapter_for
     from rlagent.tools.checkpoints import checkpoint_parts, newest_complete
 
+    if run.framework is not Framework.PRIME_RL:  # verl, TRL, OpenRLHF: their adapter knows their checkpoints
+        newest = adapter_for(run.framework).newest_checkpoint(Path(run.run_dir))
+        if newest is None:
+            return Check("checkpoint", "missing", "no complete one", "a restart resumes from a complete checkpoint: save some")
+        return Check("checkpoint", "ok", f"newest complete at step {newest}")
     parts = checkpoint_parts(Path(run.run_dir), run.layout, newest=10**6)
     newest = newest_complete(parts)
     if newest is None:
