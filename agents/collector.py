@@ -91,6 +91,8 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
         notes=notes,
     )
     for file_read in run_read.files:
+        if attempt is not None and file_read.rel.startswith(f"logs/{attempt}/") and file_read.rel not in state.memory.cursors:
+            _drop_abandoned_steps(reading.history, file_read)
         _merge_file(reading, file_read)
     if prime:
         for rel, cursor in state.memory.cursors.items():
@@ -112,6 +114,8 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
         live = probe_live(run_dir, state.run, config.inference_url, deps)
         notes += live.problems
 
+    if _nothing_readable(config, history, reading):
+        notes.append(NOTHING_READ + ": no config, log line or metric row of the run parses, so its health cannot be judged")
     roles_seen = sorted(set(state.memory.processes_seen) | {p.role for p in live.processes or []})
     observation = Observation(
         now=now,
@@ -149,6 +153,27 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
         "samples_count": samples.count,
         "samples_stats": samples.stats,
     }
+
+
+NOTHING_READ = "nothing could be read"
+"""The note of a run whose files are all unreadable (the diagnostician then never says Healthy)."""
+
+
+def _nothing_readable(config, history: MetricHistory, reading: _Reading) -> bool:
+    """Files were there (bytes read, or configs that fail to parse) but not one step, eval,
+    log event or config value came out of them."""
+    something_there = reading.bytes_read > 0 or bool(config.problems)
+    read_nothing = (
+        not history.trainer
+        and not history.orchestrator
+        and not history.evals
+        and not reading.events
+        and not reading.new_events
+        and not reading.groups
+        and config.max_steps is None
+        and config.model is None
+    )
+    return something_there and read_nothing
 
 
 @dataclass
@@ -268,6 +293,19 @@ def _fresh_history(old: MetricHistory) -> MetricHistory:
 
 def _update_row(table: dict[int, dict[str, float]], step: int, values: dict[str, float]) -> None:
     table[step] = {**table.get(step, {}), **values}
+
+
+def _drop_abandoned_steps(history: MetricHistory, read: FileRead) -> None:
+    """A log of the newest attempt, read for the first time: a resumed run goes on from its
+    checkpoint, so the steps an earlier attempt logged from there on are no longer the run's (its
+    step is the newest attempt's, and its metrics are the resumed ones)."""
+    firsts: dict[str, int] = {}
+    for row in read.rows:
+        firsts[row.process] = min(firsts.get(row.process, row.step), row.step)
+    for process, first in firsts.items():
+        table = history.table(process)  # type: ignore[arg-type]
+        for step in [s for s in table if s >= first]:
+            del table[step]
 
 
 def _merge_counts(history: MetricHistory, rel: str, counts: dict[str, dict[int, int]], *, fresh: bool) -> None:

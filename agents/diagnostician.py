@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from rlagent.agents.collector import NOTHING_READ
 from rlagent.agents.llm.diagnostician import refine, revise_with_claude
 from rlagent.agents.llm.runtime import LLMRuntime
 from rlagent.agents.persistence import with_persistence
@@ -17,6 +18,7 @@ from rlagent.agents.proposals import propose, revise
 from rlagent.agents.rules import health_of, run_rules
 from rlagent.agents.rules.context import RuleContext
 from rlagent.agents.rules.thresholds import Thresholds
+from rlagent.models.run import Health
 from rlagent.models.state import CheckinState, typed_node
 
 
@@ -43,9 +45,12 @@ def diagnose(state: CheckinState, thresholds: Thresholds) -> dict:
     findings = run_rules(ctx)
     findings, remembered = with_persistence(findings, state.memory.remembered, state.out.observation.now)
     proposal, notes = propose(ctx, findings)
+    health = health_of(findings, ctx)
+    if health is Health.HEALTHY and any(n.startswith(NOTHING_READ) for n in state.out.observation.notes):
+        health = Health.DEGRADED  # nothing readable is not Healthy: the run cannot be seen at all
     return {
         "findings": findings,
-        "health": health_of(findings, ctx),
+        "health": health,
         "remembered": remembered,
         "proposal": proposal,
         "proposal_notes": notes,

@@ -49,22 +49,42 @@ def write(state: CheckinState, deps: WriterDeps) -> dict:
     assert obs is not None, "the collector runs before the writer"
     marker = entry_marker(deps.run_key, state.checkin)
     entry = render_entry(state, obs, marker)
-    written = False
-    if deps.write:
+    written, write_error = False, None
+    marks = alert_marks(state)
+    # A recorded run re-checked with nothing new would only repeat the last entry word for word (its
+    # "now" is its newest line). A replay's check-ins have their own moments: time passing is news there,
+    # and so is a silence or an acknowledgement that changed the marks of the last entry written.
+    unchanged = (
+        obs.offline
+        and state.now_override is None
+        and state.checkin > 1
+        and obs.bytes_read == 0
+        and not obs.new_attempt
+        and marks == state.memory.entry_marks
+    )
+    if deps.write and not unchanged:
         text = entry
         if state.checkin == 1:
             text = render_header(state, obs, entry_marker(deps.run_key, 0)) + "\n" + entry
         try:
             written = deps.status.append(Path(state.run.run_dir), text, marker)
         except OSError as exc:
+            write_error = f"{Path(state.run.run_dir) / 'STATUS.md'}: {exc.strerror or exc}"
             entry = entry.replace(marker, f"- STATUS.md could not be written: {exc.strerror or exc}\n{marker}")
     return {
         "status_entry": entry,
         "written": written,
+        "entry_marks": marks if written else state.memory.entry_marks,
+        "write_error": write_error,
         "checked_at": obs.now,
         # This check-in's events are already in `events`: not stored twice.
         "observation": obs.model_copy(update={"new_events": []}),
     }
+
+
+def alert_marks(state: CheckinState) -> dict[str, str]:
+    """Finding id -> its silence or acknowledgement mark in the entry (`rlagent watch`, `silence`, `ack`)."""
+    return {f.id: mark for f in state.out.findings if (mark := state.alerts.mark(f.id))}
 
 
 def render_entry(state: CheckinState, obs: Observation, marker: str) -> str:
@@ -72,6 +92,8 @@ def render_entry(state: CheckinState, obs: Observation, marker: str) -> str:
     notes = list(dict.fromkeys(obs.notes))
     if obs.rollouts_step is None and obs.trainer_step is not None:
         notes.append("no saved rollouts found: samples cannot be read (a monitoring limitation)")
+    if state.alerts.retire_finished and any(f.id == "run_finished" for f in state.out.findings):
+        notes.append("final check-in: the run finished, so `rlagent watch` retires it (a new attempt brings it back)")
     return render(
         "status_entry.j2",
         checked_at=obs.now,
@@ -82,11 +104,13 @@ def render_entry(state: CheckinState, obs: Observation, marker: str) -> str:
         stability=stability_line(history, state.out.findings),
         performance=performance_line(history, obs),
         findings=state.out.findings,
+        marks=alert_marks(state),
         samples=samples_worth_quoting(state.out.findings, obs),
         groups=[g for g in obs.warning_groups if g.level != "STDERR"][:8],
         notes=notes[:12],
         evidence_limit=EVIDENCE_LIMIT,
         proposal=state.out.proposal,
+        offline=obs.offline,
         reviews=state.out.reviews,
         proposal_notes=state.out.proposal_notes,
         gate=state.gate,

@@ -13,6 +13,8 @@ decision (LangGraph drops an interrupt when new input arrives on its thread).
 
 from __future__ import annotations
 
+import shlex
+import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,6 +32,7 @@ from rlagent.agents.llm.runtime import LLMRuntime
 from rlagent.agents.review import ReviewDeps, Reviewer, default_reviewers, make_team_review
 from rlagent.agents.rules.thresholds import Thresholds
 from rlagent.agents.writer import WriterDeps, make_writer
+from rlagent.graph.alerts import AlertBook, Recorded
 from rlagent.graph.build import Nodes, build_graph
 from rlagent.graph.store import connect, prune_checkpoints, run_key, run_lock, state_dir
 from rlagent.models.actions import ApprovalMode, ApprovalRequest, Decision, Gate, TmuxTarget
@@ -42,7 +45,7 @@ from rlagent.tools.hostprobes import HostProbe, HttpGet, SystemHost, urllib_get
 from rlagent.tools.processes import ProcessProbe, SystemProcesses
 from rlagent.tools.slurm_probe import ClusterProbe, SystemCluster
 from rlagent.tools.statusfile import StatusFile, StatusSink
-from rlagent.tools.tmux import PaneOpener, open_launcher
+from rlagent.tools.tmux import PaneOpener, TmuxError, open_launcher
 
 
 def _quiet(_: str) -> None:
@@ -94,7 +97,8 @@ class DecisionPending(Exception):
     def __init__(self, request_id: str, request: ApprovalRequest) -> None:
         super().__init__(
             f"check-in #{request.checkin} awaits a decision on: {request.headline} "
-            f"(expires {request.expires_at:%Y-%m-%d %H:%M} UTC); answer with `rlagent approve RUN_DIR --yes` or `--no`"
+            f"(expires {request.expires_at:%Y-%m-%d %H:%M} UTC); answer with "
+            f"`rlagent approve {shlex.quote(request.run_dir)} --yes` or `--no`"
         )
         self.request_id = request_id
         self.request = request
@@ -102,6 +106,12 @@ class DecisionPending(Exception):
 
 class NothingPending(Exception):
     """An answer arrived for a decision that is no longer pending (answered elsewhere, expired)."""
+
+
+class CannotSend(Exception):
+    """A Yes that cannot go out now (the tmux server, session or window is unreachable): nothing
+    was sent and the decision stays pending, so the person can start it and answer again. (A
+    busy pane is a refusal at send time, which closes the decision: the run is not as reviewed.)"""
 
 
 class Monitor:
@@ -121,6 +131,7 @@ class Monitor:
         nodes: Nodes | None = None,
         actions: ActionConfig | None = None,
         llm: LLMRuntime | None = None,
+        retire_finished: bool = False,
     ) -> None:
         from langgraph.checkpoint.sqlite import SqliteSaver  # heavy: imported only when checking in
 
@@ -128,10 +139,16 @@ class Monitor:
         self.key = run_key(run.run_dir)
         self.dir = state_dir(home, self.key)
         self.conn = connect(self.dir / "state.db")
+        if not write:  # a preview: check in on a copy, so no check-in number, offset or finding is used up
+            preview = sqlite3.connect(":memory:", check_same_thread=False)
+            self.conn.backup(preview)
+            self.conn.close()
+            self.conn = preview
         self.saver = SqliteSaver(self.conn)
         self.offline = offline
         effects = effects or Effects()
         self.clock = effects.clock
+        self._open_pane = effects.open_pane
         self._deps = CollectorDeps(
             offline=offline,
             tz=ZoneInfo(log_timezone) if log_timezone else local_tz(),
@@ -182,6 +199,11 @@ class Monitor:
         )
         self.graph = build_graph(self.nodes, self.saver)
         self.saver.setup()
+        self.book = AlertBook(self.conn)
+        """Incidents, silences, the outbox and the fleet snapshot, in the same store."""
+        self.retire_finished = retire_finished
+        self.recorded: Recorded | None = None
+        """What the last check-in recorded (incidents changed, the run's snapshot)."""
         self._known_head: str | None = None
         self._maybe_pending = True
         self._known_checkin = 0
@@ -214,8 +236,20 @@ class Monitor:
                 raise NothingPending("no decision is pending for this run (answered elsewhere, or expired)")
             if found[0] != request_id:
                 raise NothingPending("the pending decision is not the one shown (it changed meanwhile); look again")
+            if approved and self.clock.now() <= found[1].expires_at:
+                self._can_send(found[1])
             decision = Decision(approved=approved, by=by, at=self.clock.now(), how=how, request_id=request_id)
             return self._resume(decision)
+
+    def _can_send(self, request: ApprovalRequest) -> None:
+        """Before a Yes is handed to the launcher: its tmux target must be reachable, else
+        CannotSend and the decision stays pending. The launcher checks everything again at send time."""
+        if journal.recall(self.dir, request.checkin):
+            return  # already sent once: the launcher only verifies it
+        try:
+            self._open_pane(request.target)
+        except TmuxError as exc:
+            raise CannotSend(f"{exc}; nothing sent, the decision is still pending") from exc
 
     def expire_if_due(self) -> CheckinState | None:
         """Close a pending decision whose time is up (as No; nothing sent); the state if it did."""
@@ -263,6 +297,7 @@ class Monitor:
                 "checkin": self._known_checkin + 1,
                 "gate": self.gate,
                 "now_override": now,
+                "alerts": self.book.context(retire_finished=self.retire_finished),
                 "out": CheckinOutput(),  # what this check-in produces starts empty; the run's memory carries over
             }
             result = self.graph.invoke(fresh, self.config, durability="exit")
@@ -270,6 +305,7 @@ class Monitor:
             state = CheckinState.model_validate(result)
             self._known_head, self._known_checkin = self._head(), state.checkin
             self._maybe_pending = bool(result.get("__interrupt__"))
+            self.recorded = self.book.record(state)
         logger.debug("check-in #{} of {} took {:.1f} ms", state.checkin, self.key, (time.perf_counter() - started) * 1000)
         return state
 
@@ -287,7 +323,7 @@ class Monitor:
         if already appended, is recognised by id and not appended again)."""
         snapshot = self.graph.get_state(self.config)
         if snapshot.next and not snapshot.interrupts:
-            logger.warning("finishing check-in #{} that stopped before {}", snapshot.values.get("checkin"), snapshot.next)
+            logger.info("finishing check-in #{} that stopped before {}", snapshot.values.get("checkin"), snapshot.next)
             self.graph.invoke(None, self.config, durability="exit")
 
     def close(self) -> None:

@@ -3,33 +3,56 @@
 Each command lives in rlagent/commands/ (one module each; what they share in
 rlagent.commands.common and rlagent.commands.offer). Heavy libraries (LangGraph, the SQLite
 checkpointer) load inside the commands that need them, so `--help` and errors are instant. User
-errors are one line on stderr and exit status 2.
+errors are one line on stderr and exit status 2; every other expected failure (a file that
+cannot be written, no tmux...) is one `rlagent: error:` line too (rlagent.commands.errors).
 """
 
 from __future__ import annotations
 
-import sys
+from typing import Annotated
 
-import typer
+from rlagent.commands.errors import quiet_startup_interrupt, run_guarded
 
-from rlagent.commands.approve import approve
-from rlagent.commands.check import check
-from rlagent.commands.common import err
-from rlagent.commands.demo import demo
-from rlagent.commands.diagnose import diagnose
-from rlagent.commands.evaluate import evaluate
-from rlagent.commands.replay import replay
-from rlagent.commands.run import run
-from rlagent.commands.simulate import simulate
-from rlagent.commands.status import status
+quiet_startup_interrupt()  # before the imports below (about a second): Ctrl-C meanwhile exits quietly
+
+import typer  # noqa: E402
+
+from rlagent.commands.approve import approve  # noqa: E402
+from rlagent.commands.check import check  # noqa: E402
+from rlagent.commands.demo import demo  # noqa: E402
+from rlagent.commands.diagnose import diagnose  # noqa: E402
+from rlagent.commands.doctor import doctor  # noqa: E402
+from rlagent.commands.evaluate import evaluate  # noqa: E402
+from rlagent.commands.helpfmt import show_version  # noqa: E402
+from rlagent.commands.replay import replay  # noqa: E402
+from rlagent.commands.report import report  # noqa: E402
+from rlagent.commands.run import run  # noqa: E402
+from rlagent.commands.silence import ack, silence  # noqa: E402
+from rlagent.commands.simulate import simulate  # noqa: E402
+from rlagent.commands.status import status  # noqa: E402
+from rlagent.commands.watch import watch  # noqa: E402
 
 app = typer.Typer(
     help="rlagent watches an RL training run of prime-rl, verl, TRL or OpenRLHF: it reads configs, logs, metrics and rollouts, "
     "diagnoses what is wrong, and appends a dated entry to the run's STATUS.md.",
-    no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+@app.callback(invoke_without_command=True)
+def _top(
+    ctx: typer.Context,
+    version: Annotated[
+        bool, typer.Option("--version", help="Print rlagent's version and exit.", callback=show_version, is_eager=True)
+    ] = False,
+) -> None:
+    """rlagent watches an RL training run of prime-rl, verl, TRL or OpenRLHF: it reads configs, logs,
+    metrics and rollouts, diagnoses what is wrong, and appends a dated entry to the run's STATUS.md."""
+    if ctx.invoked_subcommand is None:  # bare `rlagent`: the help, and success
+        typer.echo(ctx.get_help())
+        raise typer.Exit(0)
+
 
 app.command(name="check")(check)
 app.command(name="run")(run)
@@ -38,13 +61,14 @@ app.command(name="eval")(evaluate)
 app.command(name="diagnose")(diagnose)
 app.command(name="approve")(approve)
 app.command(name="status")(status)
+app.command(name="doctor")(doctor)
 app.command(name="demo")(demo)
 app.command(name="simulate")(simulate)
+app.command(name="watch")(watch)
+app.command(name="report")(report)
+app.command(name="silence")(silence)
+app.command(name="ack")(ack)
 
 
 def main() -> None:
-    try:
-        app()
-    except KeyboardInterrupt:
-        err.print("stopped (Ctrl-C)")
-        sys.exit(130)
+    run_guarded(app)

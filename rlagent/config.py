@@ -10,10 +10,12 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
 from rlagent.agents.rules.thresholds import Thresholds
+from rlagent.graph.adaptive import WatchSettings
 from rlagent.graph.store import default_home
 from rlagent.models.actions import ApprovalMode
 from rlagent.tools.launch_command import CommandError, parse_launch_command
 from rlagent.tools.llm.client import LLMSettings
+from rlagent.tools.notify import NotifySettings
 from rlagent.tools.textfmt import parse_cadence
 
 
@@ -70,6 +72,12 @@ class Settings(BaseSettings):
     llm: LLMSettings = Field(default_factory=LLMSettings)
     """Claude as diagnostician and reviewers: `--llm auto|claude|off`, `[llm]` in the TOML,
     `RLAGENT_LLM__MODE` ... (model, timeouts, retry and check-in budgets, caps per check-in and day)."""
+
+    # --- A fleet in one process (`rlagent watch`) ----------------------------------------------
+    watch: WatchSettings = Field(default_factory=WatchSettings)
+    """`[watch]`: pool size, the Degraded/Down cadence, discovery depth, the HTML report."""
+    notify: NotifySettings = Field(default_factory=NotifySettings)
+    """`[notify]`: webhook URLs (secrets: never printed or logged), reminder interval, timeouts."""
 
     @field_validator("cadence")
     @classmethod
@@ -146,4 +154,5 @@ def load_settings(config_file: Path | None = None, **flags: object) -> Settings:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "settings"
         source = f" (from {config_file})" if config_file else ""
-        raise ConfigError(f"setting {where}: {first['msg']}{source}") from exc
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise ConfigError(f"setting {where}: {message}{source}") from exc

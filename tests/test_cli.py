@@ -58,7 +58,7 @@ def test_check_json_prints_only_the_report(tmp_path):
     }
     assert (report["layout"], report["step"], report["max_steps"], report["health"]) == ("H", 12, 100, "Healthy")
     assert report["checked_at"] == "2026-11-20T09:08:00Z"
-    assert report["status_entry"].startswith("## 2026-11-20 09:08 UTC\n**Step**: 12 / 100\n**Health**: Healthy\n")
+    assert report["status_entry"].startswith("## 2026-11-20 09:08 UTC\n**Step**: 12 / 100  \n**Health**: Healthy  \n")
     assert run.status().count("<!-- rlagent:checkin") == 2
 
 

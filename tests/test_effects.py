@@ -12,7 +12,7 @@ import pytest
 
 from rlagent.agents.command_plan import PlanDeps, find_launch_command
 from rlagent.graph.cadence import at_cadence
-from rlagent.graph.runner import ActionConfig, Effects, Monitor
+from rlagent.graph.runner import ActionConfig, CannotSend, Effects, Monitor
 from rlagent.models.actions import ApprovalMode, LaunchCommand, LaunchSource, LaunchStatus, TmuxTarget
 from rlagent.models.observation import LiveProbes, Observation
 from rlagent.models.run import RunInfo
@@ -133,13 +133,16 @@ def test_an_unreachable_tmux_server_sends_nothing_and_says_why(tmp_path):
     monitor = live_monitor(run, tmp_path, Effects(**fakes))
     try:
         monitor.check_in()
-        done = monitor.decide(True, by="tester", request_id=monitor.pending()[0])
+        request_id = monitor.pending()[0]
+        with pytest.raises(CannotSend) as why:
+            monitor.decide(True, by="tester", request_id=request_id)
+        assert monitor.pending()[0] == request_id  # still pending: start tmux, then answer again
+        state = monitor.state()
     finally:
         monitor.close()
-    assert done.out.launch.status is LaunchStatus.ERROR
-    assert done.out.launch.note == "no tmux server on tmux socket 'rlagent-test-fake': nothing sent"
-    assert done.memory.dispatches == [] and fakes["clock"].slept == []
-    assert "error" in fakes["status"].entries[run.dir][-1] and "nothing sent" in fakes["status"].entries[run.dir][-1]
+    assert str(why.value) == "no tmux server on tmux socket 'rlagent-test-fake'; nothing sent, the decision is still pending"
+    assert state.out.launch is None and state.memory.dispatches == [] and fakes["clock"].slept == []
+    assert "nothing sent" not in fakes["status"].entries[run.dir][-1]  # no follow-up: nothing was decided yet
 
 
 def test_a_full_disk_under_status_md_is_a_note_not_a_crash(tmp_path):

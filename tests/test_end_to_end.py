@@ -17,8 +17,9 @@ from rlagent.tools.layout import discover_run
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "runs"
 ENTRY = re.compile(
-    r"^## \d{4}-\d\d-\d\d \d\d:\d\d UTC\n\*\*Step\*\*: \d+ / \d+\n\*\*Health\*\*: (Healthy|Degraded|Down)\n"
-    r"\*\*Progress\*\*: .+\n\*\*Stability\*\*: .+\n\*\*Performance\*\*: .+\n(\*\*Notes\*\*:\n(.+\n)+)?"
+    # each field line but the last ends with two spaces (a Markdown hard line break)
+    r"^## \d{4}-\d\d-\d\d \d\d:\d\d UTC\n\*\*Step\*\*: \d+ / \d+  \n\*\*Health\*\*: (Healthy|Degraded|Down)  \n"
+    r"\*\*Progress\*\*: .+  \n\*\*Stability\*\*: .+  \n\*\*Performance\*\*: .+?(  \n\*\*Notes\*\*:\n(.+\n)+|\n)"
     r"<!-- rlagent:checkin [\w.-]+#\d+ -->$"
 )
 

@@ -149,7 +149,7 @@ def test_replay_prints_each_checkin_and_the_status_file():
     done = rlagent("replay", "crash-oom-l", "--status")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0].startswith("20_crash-oom-l: CUDA OOM kills the trainer at step 23, layout L (layout L, easy)")
+    assert lines[0].startswith("20_crash-oom-l: CUDA OOM kills the trainer at step 23, layout L (easy)")
     assert any(line.startswith("#5 ") and "Down" in line for line in lines)
     assert any("run_crashed (critical): run crashed" in line for line in lines)
     assert "as expected (6 check-ins" in done.stdout

@@ -31,7 +31,7 @@ def test_key_and_base_url_from_the_environment_reach_the_api_and_status_shows_th
     run = copy_run("reverse-text-l", tmp_path)
     with StubServer(port=0) as stub:
         env = {**os.environ, "ANTHROPIC_API_KEY": "sk-test-not-a-key", "ANTHROPIC_BASE_URL": stub.url}
-        done = rlagent("check", str(run), "--offline", "--no-write", "--json", env=env)
+        done = rlagent("check", str(run), "--offline", "--json", env=env)  # not --no-write: a preview keeps no state
         assert done.returncode == 0, done.stderr
         report = json.loads(done.stdout)
         assert report["llm"]["status"] == "ok" and report["llm"]["usage"]["calls"] == len(stub.requests) >= 1

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from rlagent.graph.runner import ActionConfig, Effects, Monitor
+from rlagent.graph.runner import ActionConfig, CannotSend, Effects, Monitor
 from rlagent.models.actions import ApprovalMode, LaunchStatus, TmuxTarget
 from rlagent.tools.clock import SystemClock
 from rlagent.tools.layout import discover_run
@@ -35,7 +35,7 @@ def test_missing_server_session_or_window_is_a_clear_error(tmux_servers):  # noq
         open_launcher(TmuxTarget(socket=tmux.socket, session="nope"))
     with pytest.raises(TmuxError, match=r"no window 'Launcher' in tmux session 'prime-rl' \(windows: Logs\)"):
         open_launcher(TmuxTarget(socket=tmux_servers(window="Logs").socket))
-    with pytest.raises(TmuxError, match="no tmux server on tmux socket 'rlagent-test-none'"):
+    with pytest.raises(TmuxError, match="no tmux server is running on socket 'rlagent-test-none'"):
         open_launcher(TmuxTarget(socket="rlagent-test-none"))
 
 
@@ -74,11 +74,12 @@ def test_a_missing_session_or_window_is_a_clear_error_and_nothing_is_sent(tmp_pa
     target = tmux.target.model_copy(update={where: "elsewhere"})
     run, monitor = _pending_monitor(tmp_path, target)
     request_id, _ = monitor.pending()
-    state = monitor.decide(True, by="test", request_id=request_id)
-    assert state.out.launch.status is LaunchStatus.ERROR and state.out.launch.sent is None
-    assert f"no {'tmux session' if where == 'session' else 'window'} 'elsewhere'" in state.out.launch.note
+    with pytest.raises(CannotSend, match=f"no {'tmux session' if where == 'session' else 'window'} 'elsewhere'") as why:
+        monitor.decide(True, by="test", request_id=request_id)
+    assert "nothing sent, the decision is still pending" in str(why.value)
+    assert monitor.pending()[0] == request_id  # the person can fix the target and answer again
+    assert "<!-- rlagent:followup" not in run.status()  # nothing decided yet, so no follow-up entry
     assert "--resume.step" not in tmux.text()
-    assert "nothing sent" in run.status().rsplit("## ", 1)[1]
     assert shlex.split(LAUNCH)[0] not in tmux.text()
 
 

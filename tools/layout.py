@@ -38,9 +38,22 @@ def discover_run(path: str | os.PathLike) -> RunInfo:
         raise RunNotFound(f"{root}: cannot list it ({exc.strerror})") from exc
     runs = [(c, lay) for c in children if (lay := _looks_like_run(c)) is not None]
     if not runs:
-        raise RunNotFound(f"{root}: not a prime-rl run (no configs/ or logs/) and holds no run directory")
+        raise RunNotFound(f"{root}: not a prime-rl run ({_what_is_missing(root)}) and holds no run directory")
     newest, lay = max(runs, key=lambda item: _activity_time(item[0]))
     return RunInfo(run_dir=str(newest), layout=lay, name=newest.name, picked_from=str(root))
+
+
+def _what_is_missing(root: Path) -> str:
+    """Why `root` is not a run, in the words of what is (not) there."""
+    configs, logs = root / "configs", root / "logs"
+    if not configs.is_dir() and not logs.is_dir():
+        return "no configs/ or logs/"
+    parts = []
+    if configs.is_dir():
+        parts.append("configs/ holds no *.json or *.toml")
+    if logs.is_dir():
+        parts.append("logs/ holds no latest, attempt_N or *.log yet")
+    return "; ".join(parts)
 
 
 def _activity_time(run: Path) -> float:

@@ -9,7 +9,7 @@ needle. Both return exactly the same offsets (tests/test_needlesearch.py).
 from __future__ import annotations
 
 import re
-from functools import cache
+import threading
 
 try:  # x86_64 wheels bundle the engine; elsewhere the fallback below answers the same.
     import hyperscan
@@ -44,6 +44,9 @@ def _line_starts_by_find(buf: bytes | bytearray, n: int, needles: tuple[bytes, .
     return sorted(starts)
 
 
+_local = threading.local()
+
+
 _NUMPY_FROM = 1 << 20
 """Ranges this long are counted with numpy (a SIMD compare, 4x bytes.count); shorter ones, as
 in a warm check-in, with bytes.count (numpy is imported only when a long range comes)."""
@@ -58,8 +61,19 @@ def count_newlines(buf: bytes | bytearray, start: int, end: int) -> int:
     return int(numpy.count_nonzero(numpy.frombuffer(buf, numpy.uint8, end - start, start) == 10))
 
 
-@cache
 def _database(needles: tuple[bytes, ...]):
+    """One compiled database per thread: a database's scratch space serves one scan at a time
+    (a second thread scanning meanwhile gets ScratchInUseError), and `rlagent watch` checks
+    several runs at once."""
+    cached = getattr(_local, "databases", None)
+    if cached is None:
+        cached = _local.databases = {}
+    if needles not in cached:
+        cached[needles] = _compile(needles)
+    return cached[needles]
+
+
+def _compile(needles: tuple[bytes, ...]):
     database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     database.compile(
         expressions=[re.escape(n) for n in needles],

@@ -88,7 +88,10 @@ def open_launcher(target: TmuxTarget) -> LauncherPane:
     try:
         server = libtmux.Server(socket_name=target.socket)
         if not server.is_alive():
-            raise TmuxError(f"no tmux server on {_where(target)}: is the run's tmux session up? (--tmux-socket)")
+            where = f"on socket {target.socket!r} (tmux -L {target.socket})" if target.socket else "(the default socket)"
+            raise TmuxError(
+                f"no tmux server is running {where}: is the run's tmux session up? (--tmux-socket NAME for tmux -L NAME)"
+            )
         session = server.sessions.get(session_name=target.session, default=None)
         if session is None:
             names = ", ".join(s.session_name or "?" for s in server.sessions) or "none"

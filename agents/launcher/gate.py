@@ -42,7 +42,11 @@ def approval_request(state: CheckinState) -> ApprovalRequest:
     assert obs is not None
     findings = {f.id: f for f in state.out.findings}
     why = [f"{fid} ({findings[fid].severity.value}): {findings[fid].summary}" for fid in proposal.addresses if fid in findings]
-    why.append(proposal.rationale)
+    rationale = proposal.rationale
+    for fid in proposal.addresses:  # the lines above already say each finding: the rationale adds the rest
+        if fid in findings:
+            rationale = rationale.replace(f"{fid}: {findings[fid].summary}. ", "", 1)
+    why.append(rationale)
     plan = review.plan
     if plan.launch is not None:
         source = plan.launch.detail

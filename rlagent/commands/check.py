@@ -26,8 +26,12 @@ from rlagent.commands.common import (
     setup_logging,
     summary_line,
     watch_settings,
+    where_written,
+    write_failed,
 )
-from rlagent.commands.offer import action_config, offer
+from rlagent.commands.offer import action_config, offer, succeeded
+from rlagent.commands.progress import working
+from rlagent.commands.render import show_entry
 from rlagent.models.actions import ApprovalMode
 
 
@@ -35,7 +39,10 @@ def check(
     run_dir: RunDir,
     offline: Annotated[bool, typer.Option("--offline", help="A recorded run: no process, tmux, HTTP or SLURM probes.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the check-in report as JSON on stdout, nothing else.")] = False,
-    no_write: Annotated[bool, typer.Option("--no-write", help="Leave STATUS.md untouched.")] = False,
+    no_write: Annotated[
+        bool, typer.Option("--no-write", help="A preview: leave STATUS.md and the run's state untouched.")
+    ] = False,
+    full: Annotated[bool, typer.Option("--full", help="Show each finding's evidence and the review blocks too.")] = False,
     config: ConfigOpt = None,
     home: HomeOpt = None,
     log_timezone: TzOpt = None,
@@ -58,7 +65,8 @@ def check(
     ask = interactive() and not as_json and settings.approve is ApprovalMode.ASK
     try:
         try:
-            state = monitor.check_in()
+            with working(f"checking {monitor.run.run_dir}", enabled=not as_json):
+                state = monitor.check_in()
         except DecisionPending as exc:
             if as_json:  # stdout stays JSON: what is pending, and that no check-in was made
                 pending = {"run_dir": monitor.run.run_dir, "checkin": None, "pending": exc.request.model_dump(mode="json")}
@@ -71,13 +79,18 @@ def check(
         report = build_report(state, found[1] if found else None)
         if as_json:
             sys.stdout.write(json.dumps(report, indent=2) + "\n")
+            write_failed(report)
             return
         out.print(summary_line(report))
         if report["picked_from"]:
             out.print(f"(newest run in {report['picked_from']}: {report['run_dir']})")
         out.print()
-        out.print(report["status_entry"], markup=False)
+        show_entry(report["status_entry"], full=full)
+        out.print(where_written(report, settings), markup=False)
+        write_failed(report)
         if found:
-            offer(monitor, timeout_s=settings.seconds("approval_timeout"), interactive=ask, where="rlagent check")
+            decided = offer(monitor, timeout_s=settings.seconds("approval_timeout"), interactive=ask, where="rlagent check")
+            if decided is not None and not succeeded(decided.out.launch):
+                raise typer.Exit(1)
     finally:
         monitor.close()

@@ -28,7 +28,9 @@ RunDir = Annotated[
     typer.Argument(help="A run directory of prime-rl (either layout, or an output dir holding runs), verl, TRL or OpenRLHF."),
 ]
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="TOML settings file (keys as in `rlagent.config.Settings`).")]
-HomeOpt = Annotated[Path | None, typer.Option("--home", help="Where run state is kept [env RLAGENT_HOME].")]
+HomeOpt = Annotated[
+    Path | None, typer.Option("--home", help="Where run state is kept (env RLAGENT_HOME; default ~/.local/state/rlagent).")
+]
 TzOpt = Annotated[str | None, typer.Option("--log-timezone", help="IANA zone of the run's log times (default: local).")]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Log timings and details to stderr.")]
 ApproveOpt = Annotated[
@@ -55,7 +57,7 @@ class LLMMode(StrEnum):
 LlmOpt = Annotated[
     LLMMode | None,
     typer.Option(
-        "--llm", help="auto: Claude when ANTHROPIC_API_KEY is set; claude: Claude; off: the rules alone. [default: auto]"
+        "--llm", help="auto: Claude when ANTHROPIC_API_KEY is set; claude: Claude; off: the rules alone (default: auto)."
     ),
 ]
 
@@ -154,13 +156,48 @@ def open_monitor(run_dir: Path, settings: Settings, actions=None, framework: str
         fail(f"state store under {settings.home}: {exc.strerror or exc}")
 
 
+def step_text(step: int | None, total: int | None) -> str:
+    """`step 60/200`, `step 60` (no max known), `no step yet (of 200)`."""
+    if step is None:
+        return "no step yet" + (f" (of {total})" if total is not None else "")
+    return f"step {step}/{total}" if total is not None else f"step {step}"
+
+
+def where_written(report: dict, settings: Settings) -> str:
+    """One line saying what became of STATUS.md."""
+    status = Path(report["run_dir"]) / "STATUS.md"
+    if not settings.write:
+        return f"--no-write: {status} and the run's state left untouched"
+    if report.get("write_error"):
+        return f"not written: {report['write_error']}"
+    if report["written"]:
+        return f"appended to {status}"
+    if settings.offline:
+        return f"{status} unchanged: nothing new in the recorded run since the last check-in"
+    return f"{status} unchanged: this check-in's entry was already there"
+
+
+def write_failed(report: dict) -> None:
+    """A STATUS.md that could not be written, or a run of which nothing could be read, is an
+    error (stderr, exit status 1): never reported as a success."""
+    if report.get("write_error"):
+        err.print(f"rlagent: error: cannot write {report['write_error']}", markup=False)
+        raise typer.Exit(1)
+    unreadable = next((n for n in report.get("notes", []) if n.startswith("nothing could be read")), None)
+    if unreadable:
+        err.print(f"rlagent: error: {report['run_dir']}: {unreadable}", markup=False)
+        raise typer.Exit(1)
+
+
 def summary_line(report: dict) -> str:
     health = report["health"] or "n/a"
     style = HEALTH_STYLE.get(health, "bold")
-    step = report["step"] if report["step"] is not None else "n/a"
-    total = report["max_steps"] if report["max_steps"] is not None else "n/a"
     when = report["checked_at"].replace("T", " ")[:16]
-    parts = [f"[bold]{when} UTC[/] check-in #{report['checkin']}", f"[{style}]{health}[/]", f"step {step}/{total}"]
+    parts = [
+        f"[bold]{when} UTC[/] check-in #{report['checkin']}",
+        f"[{style}]{health}[/]",
+        step_text(report["step"], report["max_steps"]),
+    ]
     findings = [f for f in report["findings"] if f["severity"] != "info"] or report["findings"]
     if findings:
         top = ", ".join(f"{f['id']} ({f['severity']})" for f in findings[:4])

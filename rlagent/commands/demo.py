@@ -22,7 +22,7 @@ from typing import Annotated
 
 import typer
 
-from rlagent.commands.common import out, summary_line
+from rlagent.commands.common import err, fail, out, summary_line
 from rlagent.commands.offer import offer, print_outcome, who
 
 SCENARIO = "crash-python-h"
@@ -40,14 +40,46 @@ def start_run(tmp: Path, socket_name: str, *, step_seconds: float):
     from rlagent.tools.tmux import open_launcher
 
     server = libtmux.Server(socket_name=socket_name)
+    # The pane starts in the demo's own directory: `python -m rlagent` started in a checkout would
+    # import the source folder `rlagent/` (without agents/, graph/... mapped in) instead of the
+    # installed package.
     server.new_session(
-        session_name="prime-rl", window_name="Launcher", detach=True, x=220, y=50, window_command="bash --norc --noprofile"
+        session_name="prime-rl",
+        window_name="Launcher",
+        detach=True,
+        x=220,
+        y=50,
+        start_directory=str(tmp),
+        window_command="bash --norc --noprofile",
     )
     argv = [sys.executable, "-m", "rlagent", "simulate", SCENARIO, str(tmp / "outputs"), "--live", "--run.name", "demo-run"]
     argv += ["--step-time", f"{STEP_TIME_S:g}", "--speed", f"{STEP_TIME_S / step_seconds:g}"]
     line = shlex.join(argv)
     open_launcher(TmuxTarget(socket=socket_name)).send_line(line)
     return server, tmp / "outputs" / "demo-run", line
+
+
+def wait_for_start(run_dir: Path, socket_name: str, timeout_s: float = 60.0) -> str | None:
+    """Wait until the simulated run has started; None if it did, else why not (the pane's last
+    lines when the command ended at once: its error shows here, not only inside tmux)."""
+    from rlagent.models.actions import TmuxTarget
+    from rlagent.tools.tmux import TmuxError, open_launcher
+
+    pane = open_launcher(TmuxTarget(socket=socket_name))
+    started = time.monotonic()
+    while not (run_dir / "logs" / "latest").exists():
+        waited = time.monotonic() - started
+        if waited > timeout_s:
+            return f"the simulated run did not start within {timeout_s:.0f} s"
+        try:
+            ended = waited > 2.0 and pane.busy_with() is None
+        except TmuxError as exc:
+            return f"its tmux server went away: {exc}"
+        if ended and not (run_dir / "logs" / "latest").exists():
+            tail = [line for line in pane.lines() if line.strip()][-12:]
+            return "the simulated run ended at once; its window shows:\n" + "\n".join(f"  | {line}" for line in tail)
+        time.sleep(0.1)
+    return None
 
 
 def stop_server(server, run_dir: Path, timeout_s: float = 10.0) -> list[int]:
@@ -77,8 +109,10 @@ def demo(
     step_seconds: Annotated[float, typer.Option("--step-seconds", help="Real seconds per simulated step.", min=0.05)] = 0.5,
     keep: Annotated[bool, typer.Option("--keep", help="Keep the demo's directory (run, STATUS.md, state) afterwards.")] = False,
 ) -> None:
-    """Watch a simulated prime-rl run crash, see the diagnosis, review and approval prompt, and on
-    Yes the restart and its verification, all in a private tmux server that is removed at the end."""
+    """Watch a simulated prime-rl run crash, get diagnosed and, on your Yes, restarted (needs tmux).
+
+    You see the diagnosis, the review and the approval prompt, and on Yes the restart and its
+    verification, all in a private tmux server that is removed at the end."""
     from rlagent.graph.runner import ActionConfig, Monitor
     from rlagent.models.actions import ApprovalMode, TmuxTarget
     from rlagent.tools.approval import interactive
@@ -86,6 +120,8 @@ def demo(
 
     if answer not in (None, "yes", "no"):
         raise typer.BadParameter("--answer takes yes or no")
+    if shutil.which("tmux") is None:
+        fail("rlagent demo needs tmux (Debian/Ubuntu: sudo apt-get install tmux; macOS: brew install tmux)")
     tmp = Path(tempfile.mkdtemp(prefix="rlagent-demo-"))
     socket_name = f"rlagent-demo-{os.getpid()}"
     server, monitor, run_dir = None, None, tmp / "outputs" / "demo-run"
@@ -96,12 +132,10 @@ def demo(
         )
         out.print(f"  $ {line}", markup=False)
         out.print(f"  (watch it from another terminal: tmux -L {socket_name} attach -t prime-rl)", markup=False)
-        deadline = time.monotonic() + 60
-        while not (run_dir / "logs" / "latest").exists():
-            if time.monotonic() > deadline:
-                out.print("rlagent demo: the simulated run did not start within 60 s")
-                raise typer.Exit(1)
-            time.sleep(0.1)
+        problem = wait_for_start(run_dir, socket_name)
+        if problem is not None:
+            err.print(f"rlagent: error: {problem}", markup=False)
+            raise typer.Exit(1)
         actions = ActionConfig(
             approve=ApprovalMode.ASK,
             target=TmuxTarget(socket=socket_name),
@@ -146,8 +180,15 @@ def _watch(monitor, answer: str | None, terminal: bool, step_seconds: float) -> 
             time.sleep(2.0)
             state = monitor.decide(answer == "yes", by=who(f"rlagent demo --answer {answer}"), request_id=found[0])
             print_outcome(state)
-        else:
-            state = offer(monitor, timeout_s=600, interactive=terminal, where="rlagent demo")
+        elif terminal:
+            state = offer(monitor, timeout_s=600, interactive=True, where="rlagent demo")
+        else:  # the demo removes its run at the end: no decision can wait for `rlagent approve`
+            out.print(
+                "no terminal to ask you in: counted as No, nothing sent (run `rlagent demo` in a terminal, "
+                "or pass --answer yes to see the restart)",
+                markup=False,
+            )
+            state = monitor.decide(False, by=who("rlagent demo, no terminal"), request_id=found[0])
         if state is not None and state.out.launch is not None and state.out.launch.sent:
             time.sleep(max(2.0, 3 * step_seconds))
             out.print(summary_line(build_report(monitor.check_in())))

@@ -16,8 +16,9 @@ import json
 import statistics
 import sys
 import time
+from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.console import Console
@@ -28,6 +29,17 @@ if TYPE_CHECKING:
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 TIERS = ("easy", "medium", "hard")
+
+
+class LLMChoice(StrEnum):
+    OFF = "off"
+    AUTO = "auto"
+    CLAUDE = "claude"
+
+
+def _fail(message: str) -> NoReturn:
+    err.print(f"[bold red]rlagent: error:[/] {message}", markup=True)
+    raise typer.Exit(2)
 
 
 def _num(value: float | None, digits: int = 2) -> str:
@@ -51,10 +63,17 @@ def evaluate(
     strict: Annotated[
         bool, typer.Option("--strict", help="Exit 1 if a fixture cannot be replayed or a must-pass one differs from its case.")
     ] = False,
-    root: Annotated[Path | None, typer.Option("--root", help="Where the default fixture set lives.")] = None,
+    root: Annotated[
+        Path | None,
+        typer.Option(
+            "--fixtures",
+            "--root",
+            help="The fixture set (default: $RLAGENT_FIXTURES, else evals/fixtures of the rlagent checkout you are in).",
+        ),
+    ] = None,
     llm: Annotated[
-        str, typer.Option("--llm", help="off: rules only (deterministic); claude/auto: also score the Claude path.")
-    ] = "off",
+        LLMChoice, typer.Option("--llm", help="off: rules only (deterministic); claude/auto: also score the Claude path.")
+    ] = LLMChoice.OFF,
     real: Annotated[
         bool, typer.Option("--real", help="Score `diagnose` on the real corpus (evals/real: published logs) instead.")
     ] = False,
@@ -63,34 +82,53 @@ def evaluate(
     if real:
         _real(as_json, strict)
         return
-    from rlagent.evals.fixture import FIXTURES, FixtureError, fixture_dirs, load_fixture, resolve
+    from rlagent.commands.progress import progress
+    from rlagent.evals.fixture import FixtureError, fixture_dirs, load_fixture, resolve
+    from rlagent.evals.locate import FixturesNotFound, find_fixtures
     from rlagent.evals.replay import replay
     from rlagent.evals.scoring import explain, score_fixture, scoreboard
 
     started = time.perf_counter()
     bad_tags = sorted(set(tag or ()) - set(TIERS))
     if bad_tags:
-        err.print(f"[bold red]rlagent: error:[/] unknown --tag {', '.join(bad_tags)} (easy, medium, hard)", markup=True)
-        raise typer.Exit(2)
-    base = root or FIXTURES
-    errors: dict[str, list[str]] = {}
+        _fail(f"unknown --tag {', '.join(bad_tags)} (easy, medium, hard)")
     paths: list[Path] = []
+    unknown: list[str] = []
+    base: Path | None = None
     for name in fixtures or []:
+        if Path(name).is_dir():
+            paths.append(Path(name))
+            continue
         try:
+            base = base or find_fixtures(root)
             paths.append(resolve(name, base))
-        except FixtureError as exc:
-            errors[exc.name] = exc.problems
+        except FixturesNotFound as exc:
+            _fail(str(exc))
+        except FixtureError:
+            unknown.append(name)
+    if unknown:  # every argument is checked before anything is replayed
+        _fail(f"no fixture {', '.join(map(repr, unknown))} under {base} (names as in `ls {base}`, or a fixture folder)")
     if not fixtures:
+        try:
+            base = find_fixtures(root)
+        except FixturesNotFound as exc:
+            _fail(str(exc))
         paths = fixture_dirs(base)
-        if not paths:
-            err.print(f"[bold red]rlagent: error:[/] no fixtures under {base}", markup=True)
-            raise typer.Exit(2)
-    scores, diffs = [], {}
+    errors: dict[str, list[str]] = {}
+    loaded = []
     for path in paths:
         try:
             fixture = load_fixture(path)
-            if tag and fixture.case.difficulty.value not in tag:
-                continue
+        except FixtureError as exc:
+            errors[exc.name] = exc.problems
+            continue
+        if not tag or fixture.case.difficulty.value in tag:
+            loaded.append(fixture)
+    if not loaded and not errors:
+        _fail(f"no fixture of tier {', '.join(tag or [])} among the {len(paths)} given")
+    scores, diffs = [], {}
+    for fixture in progress(loaded, "replaying fixtures", enabled=not as_json, label=lambda f: f.name):
+        try:
             result = replay(fixture)
         except FixtureError as exc:
             errors[exc.name] = exc.problems
@@ -100,13 +138,13 @@ def evaluate(
         if not score.passed:
             diffs[result.fixture] = explain(result, score)
     board = scoreboard(scores, errors, wall=time.perf_counter() - started)
-    claude = _claude_column(llm, [p for p in paths if p.name not in errors], tag) if llm != "off" else None
+    claude = _claude_column(llm.value, [p for p in paths if p.name not in errors], tag) if llm is not LLMChoice.OFF else None
     if as_json:
         summary = board.summary()
         payload = summary if claude is None else {"rules": summary, "claude": claude}
         sys.stdout.write(json.dumps(payload, indent=2) + "\n")
     else:
-        _print(board, diffs)
+        _print(board, diffs, {f.name: f.case.framework for f in loaded})
         if claude is not None:
             _print_claude(board, claude)
     failed = any(f.must_pass and not f.passed for f in board.fixtures)
@@ -209,9 +247,6 @@ def _claude_column(mode: str, paths: list[Path], tag: list[str] | None) -> dict:
     from rlagent.tools.llm.budget import summarise
     from rlagent.tools.llm.client import LLMSettings
 
-    if mode not in ("auto", "claude"):
-        err.print(f"[bold red]rlagent: error:[/] --llm must be off, auto or claude (got {mode!r})", markup=True)
-        raise typer.Exit(2)
     runtime = LLMRuntime.from_settings(LLMSettings(mode=mode))
     if not runtime.enabled:
         return {"skipped": runtime.choice.reason}
@@ -274,18 +309,7 @@ def _rows(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
     return ["  ".join(str(v).ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in [header, *rows]]
 
 
-def _framework_of(name: str) -> str:
-    import tomllib
-
-    from rlagent.evals.fixture import CASE, FIXTURES
-
-    try:
-        return str(tomllib.loads((FIXTURES / name / CASE).read_text(encoding="utf-8")).get("framework", "prime-rl"))
-    except (OSError, tomllib.TOMLDecodeError):
-        return "?"
-
-
-def _print(board: Scoreboard, diffs: dict[str, list[str]]) -> None:
+def _print(board: Scoreboard, diffs: dict[str, list[str]], frameworks: dict[str, str]) -> None:
     from rlagent.evals.scoring import scoreboard
 
     rows = []
@@ -301,7 +325,7 @@ def _print(board: Scoreboard, diffs: dict[str, list[str]]) -> None:
     out.print()
     per: dict[str, list[int]] = {}
     for f in board.fixtures:
-        fw = _framework_of(f.fixture)
+        fw = frameworks.get(f.fixture, "?")
         per.setdefault(fw, [0, 0])
         per[fw][0] += f.passed
         per[fw][1] += 1

@@ -45,20 +45,30 @@ def pending_hint(request, run_dir: str) -> str:
     )
 
 
-def print_outcome(state) -> None:
+def succeeded(launch) -> bool:
+    """A decision carried out as asked: declined, or sent and verified."""
+    if launch.status is LaunchStatus.DECLINED:
+        return True
+    return launch.status is LaunchStatus.SENT and launch.verification is not None and launch.verification.ok
+
+
+def print_outcome(state) -> bool:
+    """Say what became of the decision (a failure on stderr); True unless it failed."""
     launch = state.out.launch
     if launch is None:
-        return
-    style = "bold green" if launch.status is LaunchStatus.SENT and launch.verification and launch.verification.ok else "bold"
-    out.print(f"[{style}]{launch.status.value}[/]: {launch.note}", markup=True)
+        return True
+    ok = succeeded(launch)
+    style = "bold green" if launch.status is LaunchStatus.SENT and ok else "bold" if ok else "bold red"
+    (out if ok else err).print(f"[{style}]{launch.status.value}[/]: {launch.note}", markup=True)
     if launch.sent:
         out.print(f"sent to {launch.target.describe()}: {launch.sent}", markup=False)
+    return ok
 
 
 def offer(monitor, *, timeout_s: float, interactive: bool, where: str) -> object | None:
     """Show the pending decision; in a terminal ask (default No); else say how to answer.
     Returns the state after an answer, None when it stays pending."""
-    from rlagent.graph.runner import NothingPending
+    from rlagent.graph.runner import CannotSend, NothingPending
     from rlagent.tools.approval import Answer, ask, render_request
 
     found = monitor.pending()
@@ -79,8 +89,8 @@ def offer(monitor, *, timeout_s: float, interactive: bool, where: str) -> object
         return None
     try:
         state = monitor.decide(answer is Answer.YES, by=who(where), request_id=request_id)
-    except NothingPending as exc:
-        err.print(f"rlagent: {exc}")
+    except (NothingPending, CannotSend) as exc:
+        err.print(f"rlagent: error: {exc}", markup=False)
         return None
     print_outcome(state)
     return state

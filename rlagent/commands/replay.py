@@ -26,18 +26,29 @@ def replay(
     keep: Annotated[
         Path | None, typer.Option("--keep", help="Keep the grown working copy and state home in this (new) directory.")
     ] = None,
+    fixtures: Annotated[
+        Path | None,
+        typer.Option(
+            "--fixtures",
+            help="The fixture set (default: $RLAGENT_FIXTURES, else evals/fixtures of the rlagent checkout you are in).",
+        ),
+    ] = None,
 ) -> None:
     """Replay a simulated-run fixture through the check-in graph at its scheduled check-ins."""
+    from rlagent.commands.progress import working
     from rlagent.evals.fixture import FixtureError, load_fixture, resolve
+    from rlagent.evals.locate import FixturesNotFound, find_fixtures
     from rlagent.evals.replay import replay as run_replay
     from rlagent.evals.scoring import explain, score_fixture
 
     try:
-        loaded = load_fixture(resolve(fixture))
-        if keep is not None and keep.exists() and any(keep.iterdir()):
-            raise FixtureError(fixture, [f"--keep {keep}: not empty"])
-        result = run_replay(loaded, workdir=keep)
-    except FixtureError as exc:
+        path = Path(fixture) if Path(fixture).is_dir() else resolve(fixture, find_fixtures(fixtures))
+        loaded = load_fixture(path)
+        if keep is not None and keep.exists() and (not keep.is_dir() or any(keep.iterdir())):
+            raise FixtureError(fixture, [f"--keep {keep}: " + ("not empty" if keep.is_dir() else "not a directory")])
+        with working(f"replaying {loaded.name}", enabled=not as_json):
+            result = run_replay(loaded, workdir=keep)
+    except (FixtureError, FixturesNotFound) as exc:
         err.print(f"[bold red]rlagent: error:[/] {exc}", markup=True)
         raise typer.Exit(2) from None
     if as_json:
@@ -45,11 +56,7 @@ def replay(
         return
     case = result.case
     score = score_fixture(result)
-    out.print(
-        f"[bold]{result.fixture}[/]: {case.title} ("
-        + (f"layout {case.layout.value}" if case.layout else case.framework)
-        + f", {case.difficulty.value})"
-    )
+    out.print(f"[bold]{result.fixture}[/]: {case.title} ({', '.join(_about(case))})")
     for c in result.checkins:
         accepted = [h.value for h in case.health_at(c.index)]
         health = c.health or "n/a"
@@ -72,3 +79,12 @@ def replay(
     if status:
         out.print()
         out.print(result.status_md or "(no STATUS.md was written)", markup=False)
+
+
+def _about(case) -> list[str]:
+    """What the header adds to the case's title: framework and layout unless the title says them, the tier."""
+    title = case.title.lower()
+    parts = [] if case.framework == "prime-rl" or case.framework in title else [case.framework]
+    if case.layout is not None and f"layout {case.layout.value}".lower() not in title:
+        parts.append(f"layout {case.layout.value}")
+    return [*parts, case.difficulty.value]

@@ -3,6 +3,8 @@ until Ctrl-C or `--max-checks`; a decision left pending is offered between check
 
 from __future__ import annotations
 
+from datetime import timedelta
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -24,8 +26,10 @@ from rlagent.commands.common import (
     setup_logging,
     summary_line,
     watch_settings,
+    write_failed,
 )
 from rlagent.commands.offer import action_config, offer
+from rlagent.commands.progress import working
 from rlagent.models.actions import ApprovalMode
 
 
@@ -34,7 +38,9 @@ def run(
     cadence: Annotated[str | None, typer.Option("--cadence", help="Time between check-ins: 30s, 10m, 1h, 1h30m.")] = None,
     max_checks: Annotated[int | None, typer.Option("--max-checks", help="Stop after N check-ins.", min=1)] = None,
     offline: Annotated[bool, typer.Option("--offline", help="A recorded run: no live probes.")] = False,
-    no_write: Annotated[bool, typer.Option("--no-write", help="Leave STATUS.md untouched.")] = False,
+    no_write: Annotated[
+        bool, typer.Option("--no-write", help="A preview: leave STATUS.md and the run's state untouched.")
+    ] = False,
     config: ConfigOpt = None,
     home: HomeOpt = None,
     log_timezone: TzOpt = None,
@@ -69,19 +75,28 @@ def run(
 
     monitor = open_monitor(run_dir, settings, actions=action_config(settings), framework=framework)
     ask = interactive() and settings.approve is ApprovalMode.ASK
-    out.print(f"watching {monitor.run.run_dir} every {settings.cadence} (Ctrl-C to stop)")
+    out.print(f"watching {monitor.run.run_dir} every {settings.cadence} (Ctrl-C to stop)", markup=False)
+    status = Path(monitor.run.run_dir) / "STATUS.md"
+    out.print(f"entries go to {status}" if settings.write else f"--no-write: {status} is left untouched", markup=False)
+    rounds = {"done": 0, "started": monitor.clock.now()}
 
     def one_round() -> None:
         fresh = True
         try:
-            report = build_report(monitor.check_in())
+            with working("checking in", enabled=rounds["done"] == 0):
+                report = build_report(monitor.check_in())
             out.print(summary_line(report))
+            write_failed(report)
         except DecisionPending as exc:
             # No check-in while a person may still answer: a new one would drop the decision.
             out.print(f"check-in skipped: {exc}", markup=False)
             fresh = False
         if (fresh or ask) and monitor.pending():
             offer(monitor, timeout_s=settings.seconds("approval_timeout"), interactive=ask, where="rlagent run")
+        rounds["done"] += 1
+        if settings.max_checks is None or rounds["done"] < settings.max_checks:
+            due = max(rounds["started"] + timedelta(seconds=rounds["done"] * settings.cadence_seconds), monitor.clock.now())
+            out.print(f"  [dim]next check-in at {due.astimezone():%H:%M:%S} (every {settings.cadence})[/]", markup=True)
 
     try:
         at_cadence(one_round, settings.cadence_seconds, monitor.clock, settings.max_checks)

@@ -35,6 +35,10 @@ HELP = (
 )
 
 
+LARGE_RUN_STEPS = 1000
+"""From this many steps a written run takes long enough (seconds) to show a spinner on a terminal."""
+
+
 def _fail(message: str) -> None:
     err.print(f"[bold red]rlagent: error:[/] {message}", markup=True)
     raise typer.Exit(2)
@@ -84,6 +88,11 @@ def simulate(
         return
     if scenario is None:
         _fail("missing SCENARIO (see `rlagent simulate --list`)")
+    if steps is not None and steps < 1:
+        _fail(f"--steps must be at least 1, not {steps}")
+    target = out_dir or output_dir
+    if target is not None and Path(target).exists() and not Path(target).is_dir():
+        _fail(f"{target} is a file, not a directory: give a new or empty directory as OUT_DIR")
     if scenario in FRAMEWORK_SCENARIOS:
         if layout is not None or run_name is not None or resume or resume_step is not None or ckpt_resume_step is not None:
             _fail("--layout, --run.name and the prime-rl resume flags are for prime-rl scenarios")
@@ -242,17 +251,19 @@ def _first_error(exc: ValueError) -> str:
 
 
 def _write(scenario, run_dir: Path, overwrite: bool) -> None:
+    from rlagent.commands.progress import working
     from rlagent.evals.simulator import launch
     from rlagent.evals.simulator.writer import resume_run, write_run
 
     started = time.perf_counter()
-    if scenario.resume_step is None:
-        write_run(scenario, run_dir, overwrite=overwrite)
-        launch.save_params(run_dir, scenario)
-    else:
-        if scenario.layout == "L":
-            launch.truncate_l_logs(run_dir)
-        resume_run(scenario, run_dir)
+    with working(f"writing {scenario.steps} simulated steps to {run_dir}", enabled=scenario.steps >= LARGE_RUN_STEPS):
+        if scenario.resume_step is None:
+            write_run(scenario, run_dir, overwrite=overwrite)
+            launch.save_params(run_dir, scenario)
+        else:
+            if scenario.layout == "L":
+                launch.truncate_l_logs(run_dir)
+            resume_run(scenario, run_dir)
     took = time.perf_counter() - started
     what = f"attempt {scenario.attempt} from step {scenario.resume_step}" if scenario.resume_step else f"{scenario.steps} steps"
     expects = ", ".join(scenario.expects) or "no warning"

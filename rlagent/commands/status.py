@@ -21,11 +21,16 @@ def status(
     config: Annotated[Path | None, typer.Option("--config", help="TOML settings file.")] = None,
     home: Annotated[Path | None, typer.Option("--home", help="Where run state is kept (env RLAGENT_HOME).")] = None,
 ) -> None:
-    """Show the last check-in and any decision pending for the run."""
+    """Show the last check-in and any decision pending for the run; for a folder of runs, the fleet table."""
+    from rlagent.commands import fleet_status
+
+    settings = settings_from(config, home=home)
+    if fleet_status.is_fleet(run_dir):
+        fleet_status.fleet_status(run_dir, as_json, settings)
+        return
     from rlagent.agents.llm.runtime import day_usage, llm_line, llm_report, usage_text
     from rlagent.tools.approval import render_request
 
-    settings = settings_from(config, home=home)
     monitor = open_monitor(run_dir, settings)
     try:
         state, found = monitor.state(), monitor.pending()
@@ -42,6 +47,7 @@ def status(
             "dispatches": [d.model_dump(mode="json") for d in state.memory.dispatches] if state else [],
             "llm": llm_report(state.out.llm) if state else None,
             "llm_day": day_usage(state.memory.llm_log, state.out.llm.at).model_dump() if state and state.out.llm else None,
+            **fleet_status.run_alerts(settings.home, monitor.run.run_dir),
         }
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
         return
@@ -67,6 +73,7 @@ def status(
     for record in state.memory.dispatches[-3:]:
         verified = {True: "verified", False: "not verified", None: "unverified"}[record.verified]
         out.print(f"sent: {record.action.value} at {record.sent_at:%Y-%m-%d %H:%M} UTC ({verified})", markup=False)
+    fleet_status.print_run_alerts(settings.home, monitor.run.run_dir)
     if request is None:
         out.print("nothing pending")
         return

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 
 from rlagent.models.actions import DispatchRecord, Gate, LaunchCommand, LaunchOutcome, Proposal, Review
 from rlagent.models.findings import Finding, FindingRecord
+from rlagent.models.incidents import AlertContext
 from rlagent.models.llm import LLMRecord
 from rlagent.models.observation import FileCursor, LogEvent, MetricHistory, Observation, Rollout, WarningGroup
 from rlagent.models.run import Health, RunConfig, RunInfo
@@ -50,6 +51,9 @@ class RunMemory(BaseModel):
     """Commands rlagent sent to this run (restart budget, loop detection)."""
     llm_log: list[LLMRecord] = Field(default_factory=list)
     """Every check-in's LLM record (bounded): the run's token history and the daily cost cap."""
+    entry_marks: dict[str, str] = Field(default_factory=dict)
+    """Finding id -> silence or acknowledgement mark, as in the last entry written to STATUS.md: a
+    change is news for an offline re-check that read nothing new."""
 
 
 class CheckinOutput(BaseModel):
@@ -70,6 +74,8 @@ class CheckinOutput(BaseModel):
     """This check-in's use of Claude (status, tokens, cost, its notes); None before the diagnostician."""
     status_entry: str = ""
     written: bool = False
+    write_error: str | None = None
+    """Why STATUS.md could not be written (the entry is still in the report); None when it was, or was not asked."""
     checked_at: datetime | None = None
 
 
@@ -83,6 +89,8 @@ class CheckinState(BaseModel):
     """Whether an agreed proposal is offered for a person's approval (set by the monitor)."""
     now_override: datetime | None = None
     """Offline check-ins only: the time of this check-in (a replay's schedule)."""
+    alerts: AlertContext = Field(default_factory=AlertContext)
+    """Silences and acknowledgements in force, for the entry's marks (set by the monitor)."""
     memory: RunMemory = Field(default_factory=RunMemory)
     out: CheckinOutput = Field(default_factory=CheckinOutput)
 

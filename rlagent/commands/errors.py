@@ -1,0 +1,65 @@
+"""The one top-level error handler of the `rlagent` command: every expected failure becomes one
+`rlagent: error:` line on stderr and a non-zero exit status, never a traceback.
+
+Stdlib only at import time: `rlagent.cli` installs `quiet_startup_interrupt` before it imports
+the commands (typer, rich, pydantic take about a second to import), so a Ctrl-C pressed while the
+program is still starting ends it quietly too.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+INTERRUPTED = 130
+"""Exit status after Ctrl-C (128 + SIGINT), as shells report it."""
+
+
+def _stop_while_starting(signum, frame) -> None:  # pragma: no cover - timing dependent
+    sys.stderr.write("rlagent: stopped (Ctrl-C)\n")
+    sys.stderr.flush()
+    os._exit(INTERRUPTED)
+
+
+def quiet_startup_interrupt() -> None:
+    """When this process is the `rlagent` program (not a library user or a test importing it), a
+    Ctrl-C before `main` runs exits quietly; `main` restores Python's own handler."""
+    program = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
+    if program in ("rlagent", "__main__.py") and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _stop_while_starting)
+
+
+def describe(exc: BaseException) -> tuple[str, int] | None:
+    """(one line, exit status) for an expected failure; None for a bug (which keeps its traceback)."""
+    name = type(exc).__name__
+    if name == "TmuxCommandNotFound":  # libtmux: no tmux binary
+        return "tmux is not installed (Debian/Ubuntu: sudo apt-get install tmux; macOS: brew install tmux)", 1
+    if name in ("TmuxError", "ConfigError", "FixturesNotFound", "FixtureError"):
+        return str(exc), 1 if name == "TmuxError" else 2
+    if isinstance(exc, OSError):
+        what = exc.strerror or str(exc) or name
+        where = f"{exc.filename}: " if exc.filename else ""
+        if exc.filename2:
+            where = f"{exc.filename} -> {exc.filename2}: "
+        return f"{where}{what}", 1
+    return None
+
+
+def run_guarded(app: Callable[[], object]) -> None:
+    """Run the typer app; an expected failure is one `rlagent: error:` line, Ctrl-C exit 130."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.stderr.write("rlagent: stopped (Ctrl-C)\n")
+        sys.exit(INTERRUPTED)
+    except Exception as exc:
+        known = describe(exc)
+        if known is None:
+            raise
+        message, status = known
+        sys.stderr.write(f"rlagent: error: {message}\n")
+        sys.exit(status)
