@@ -130,10 +130,17 @@ def find_run(run_dir: Path, framework: str | None = None):
         return discover_run(run_dir)  # prime-rl's own message says what is missing
 
 
+def effects_for(settings: Settings):
+    """The real side effects, as the settings shape them (SLURM node probes over ssh or not)."""
+    from rlagent.graph.runner import Effects
+    from rlagent.tools.slurm_probe import SlurmSettings, SystemCluster
+
+    return Effects(cluster=SystemCluster(SlurmSettings(ssh=settings.slurm_ssh)))
+
+
 def open_monitor(run_dir: Path, settings: Settings, actions=None, framework: str | None = None):
     """The monitor of the run at `run_dir` (a user error if there is no run or no state store)."""
-    from rlagent.graph.runner import Effects, Monitor
-    from rlagent.tools.slurm_probe import SlurmSettings, SystemCluster
+    from rlagent.graph.runner import Monitor
 
     try:
         run = find_run(run_dir, framework)
@@ -150,7 +157,7 @@ def open_monitor(run_dir: Path, settings: Settings, actions=None, framework: str
             probe_timeout_s=settings.probe_timeout_s,
             actions=actions,
             llm=llm_runtime(settings),
-            effects=Effects(cluster=SystemCluster(SlurmSettings(ssh=settings.slurm_ssh))),
+            effects=effects_for(settings),
         )
     except OSError as exc:
         fail(f"state store under {settings.home}: {exc.strerror or exc}")

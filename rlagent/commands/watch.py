@@ -144,6 +144,7 @@ def watch(
             probe_timeout_s=settings.probe_timeout_s,
             actions=actions,
             llm=LLMRuntime.from_settings(settings.llm),
+            effects=common.effects_for(settings),
             retire_finished=True,
         )
 
