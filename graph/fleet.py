@@ -1,8 +1,9 @@
 """The fleet watcher: every run under some roots, in one process.
 
 Each round:
-1. finds the runs again: a run is any folder `discover_run` accepts as a prime-rl run by itself
-   (verl, TRL and OpenRLHF runs are not found yet); new ones are picked up, vanished ones
+1. finds the runs again: a run is any folder `discover_run` accepts as a prime-rl run by itself,
+   or that holds a verl, TRL or OpenRLHF run's own launch script or console log (`run_here`; a
+   folder of several such runs is walked into); new ones are picked up, vanished ones
    dropped with a note, finished ones stay retired unless they show new activity;
 2. starts the check-ins that are due on a bounded pool of threads and waits for them at most
    `checkin_timeout`: a check-in that raises is noted and retried sooner, one that hangs keeps

@@ -17,6 +17,7 @@ from rlagent.graph.alerts import RETIRED, SNAPSHOT
 from rlagent.graph.store import run_key
 from rlagent.models.fleet import RunSnapshot, RunSummary
 from rlagent.models.run import RunInfo
+from rlagent.tools.adapters import run_here
 from rlagent.tools.fleetdb import FleetDB
 from rlagent.tools.layout import RunNotFound, discover_run
 
@@ -57,6 +58,8 @@ def find_runs(
             except OSError as exc:
                 notes.append(f"{folder}: cannot be read ({exc.strerror or exc})")
                 continue
+            if info is None or info.picked_from is not None:
+                info = run_here(folder) or info  # a verl, TRL or OpenRLHF run
             if info is not None and info.picked_from is None:
                 runs.setdefault(info.run_dir, info)
                 continue

@@ -157,3 +157,32 @@ def test_report_of_a_run_with_no_steps_and_of_a_missing_root(tmp_path):
     assert not (run.dir / "STATUS.md").exists()  # the report writes nothing into the run
     missing = rlagent("report", str(tmp_path / "nope"), "-o", str(out))
     assert missing.returncode == 2 and "no such directory" in missing.stderr
+
+
+def test_watch_a_fleet_of_every_framework(tmp_path):
+    """verl, TRL and OpenRLHF runs beside a prime-rl one, two verl runs in one folder: each is one run,
+    checked with its framework's adapter, shown in `status` and the report."""
+    root = tmp_path / "runs"
+    for fixture, where in (
+        ("87_verl-entropy-collapse", "verl-sweep/lr-1e-6"),
+        ("95_verl-actor-died-resumed", "verl-sweep/lr-3e-6"),
+        ("105_trl-nan", "trl-nan"),
+        ("119_openrlhf-entropy-collapse", "openrlhf/entropy"),
+    ):
+        shutil.copytree(FIXTURES / fixture / "run", root / where)
+    simulate("healthy-h", root / "prime" / "healthy")
+    report = tmp_path / "fleet.html"
+    done = rlagent("watch", str(root), "--offline", "--cadence", "1s", "--max-rounds", "1", "--report", str(report))
+    assert done.returncode == 0, done.stderr
+    assert "round 1: 5 check-in(s) of 5 run(s)" in done.stdout, done.stdout
+    rows = {r["run"]: r for r in json.loads(rlagent("status", str(root), "--json").stdout)["runs"]}
+    assert {name: row["framework"] for name, row in rows.items()} == {
+        "lr-1e-6": "verl", "lr-3e-6": "verl", "trl-nan": "trl", "entropy": "openrlhf", "healthy": "prime-rl",
+    }  # fmt: skip
+    assert "entropy_collapse" in rows["lr-1e-6"]["open_incidents"] and "nan_detected" in rows["trl-nan"]["open_incidents"]
+    assert rows["healthy"]["health"] == "Healthy"
+    for run, framework in (("verl-sweep/lr-1e-6", "verl"), ("trl-nan", "trl"), ("openrlhf/entropy", "openrlhf")):
+        assert f"({framework} run)" in (root / run / "STATUS.md").read_text()
+    assert not (root / "verl-sweep" / "STATUS.md").exists()  # a folder of runs is not a run
+    html = report.read_text()
+    assert all(name in html for name in rows)
