@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from rlagent.models.slurm import SlurmJob
-from rlagent.tools import slurm
+from rlagent.tools import slurm, slurm_jobs, slurm_parse
 
 # ---- real output captured from SLURM 22.05.8 (trimmed to the fields read, plus a few others) ----
 
@@ -76,7 +76,7 @@ SCONTROL_MULTILINE = """JobId=99 JobName=my long name
    ExitCode=0:15 RunTime=1-02:03:04 TimeLimit=1-02:00:00
    WorkDir=/w StdOut=/w/out.log
 """
-SEP = slurm.SEP
+SEP = slurm_parse.SEP
 SACCT_C_ROWS = [
     ["7", "7", "wrap", "FAILED", "3:0", "0", "10", "2026-11-23T18:28:12", "2026-11-23T18:28:12", "2026-11-23T18:28:12",
      "localhost", "1", "debug", "root(0)", "/tmp/run1", "", ""],
@@ -89,7 +89,7 @@ SACCT_C_LINES = "\n".join(SEP.join(row) for row in SACCT_C_ROWS)
 
 
 def test_squeue_json_2205_failed_job():
-    jobs, notes = slurm.parse_squeue_json(json.dumps({"meta": {}, "errors": [], "jobs": [JSON_2205_FAILED]}), NOW)
+    jobs, notes = slurm_parse.parse_squeue_json(json.dumps({"meta": {}, "errors": [], "jobs": [JSON_2205_FAILED]}), NOW)
     assert notes == []
     (job,) = jobs
     assert (job.job_id, job.raw_job_id, job.array_job_id, job.state, job.reason) == ("7", "7", None, "FAILED", "NonZeroExitCode")
@@ -102,7 +102,7 @@ def test_squeue_json_2205_failed_job():
 
 
 def test_squeue_json_array_tasks_running_and_pending():
-    jobs, _ = slurm.parse_squeue_json(json.dumps({"jobs": [JSON_2205_ARRAY_TASK, JSON_2205_PENDING_ARRAY]}), NOW)
+    jobs, _ = slurm_parse.parse_squeue_json(json.dumps({"jobs": [JSON_2205_ARRAY_TASK, JSON_2205_PENDING_ARRAY]}), NOW)
     task, pending = jobs
     assert (task.job_id, task.raw_job_id, task.array_job_id, task.array_task_id) == ("11_1", "13", "11", "1")
     assert task.std_out == "/runs/r1/job_11_1-13.log"
@@ -115,7 +115,7 @@ def test_squeue_json_array_tasks_running_and_pending():
 
 
 def test_squeue_json_newer_shape():
-    jobs, notes = slurm.parse_squeue_json(json.dumps({"jobs": [JSON_NEWER]}), NOW)
+    jobs, notes = slurm_parse.parse_squeue_json(json.dumps({"jobs": [JSON_NEWER]}), NOW)
     assert notes == []
     (job,) = jobs
     assert (job.job_id, job.array_job_id, job.array_task_id, job.state) == ("42", None, None, "TIMEOUT")
@@ -127,7 +127,7 @@ def test_squeue_json_newer_shape():
 def test_squeue_json_unlimited_and_sentinel_values():
     raw = {**JSON_2205_FAILED, "time_limit": 4294967295, "start_time": 0, "node_count": 4294967294}
     raw_newer = {**JSON_NEWER, "time_limit": {"set": True, "infinite": True, "number": 0}}
-    (job, newer), _ = slurm.parse_squeue_json(json.dumps({"jobs": [raw, raw_newer]}), NOW)
+    (job, newer), _ = slurm_parse.parse_squeue_json(json.dumps({"jobs": [raw, raw_newer]}), NOW)
     assert (job.time_limit_s, job.start_time, job.node_count, job.elapsed_s) == (None, None, None, None)
     assert newer.time_limit_s is None
 
@@ -144,7 +144,7 @@ def test_squeue_json_unlimited_and_sentinel_values():
     ],
 )
 def test_squeue_json_garbage_is_a_note(text, note):
-    jobs, notes = slurm.parse_squeue_json(text, NOW)
+    jobs, notes = slurm_parse.parse_squeue_json(text, NOW)
     assert jobs == [] and len(notes) == 1 and notes[0].startswith(note)
 
 
@@ -152,7 +152,7 @@ def test_squeue_json_bad_records_are_skipped_and_counted():
     text = json.dumps(
         {"errors": [{"error": "boom", "error_number": 1}], "jobs": [1, "x", {}, {"job_id": "abc"}, JSON_2205_FAILED, None]}
     )
-    jobs, notes = slurm.parse_squeue_json(text, NOW)
+    jobs, notes = slurm_parse.parse_squeue_json(text, NOW)
     assert [j.job_id for j in jobs] == ["7"]
     assert notes[0].startswith("squeue --json error: ") and "boom" in notes[0]
     assert notes[1] == "squeue --json: skipped 5 malformed job record(s)"
@@ -168,18 +168,18 @@ def test_squeue_text_lines():
         "UNLIMITED", "2026-11-23T18:32:58", "N/A", "N/A", "/w", "(null)",
     ]  # fmt: skip
     lines = [SEP.join(good), "", "garbage line", f"a{SEP}b{SEP}c", SEP * 3, SEP.join(plain)]
-    jobs, notes = slurm.parse_squeue_text("\n".join(lines))
+    jobs, notes = slurm_parse.parse_squeue_text("\n".join(lines))
     assert notes == ["squeue: skipped 2 unreadable line(s)"]
     task, job = jobs
     assert (task.job_id, task.array_job_id, task.array_task_id, task.name) == ("11_2", "11", "2", "rl run")
     assert (task.elapsed_s, task.time_limit_s, task.comment, task.source) == (142, 600, f"comment{SEP}with sep", "squeue")
     assert task.end_time == datetime(2026, 11, 23, 18, 38, 12, tzinfo=UTC)
     assert (job.array_job_id, job.array_task_id, job.time_limit_s, job.start_time, job.comment) == (None, None, None, None, None)
-    assert slurm.parse_squeue_text("") == ([], [])
+    assert slurm_parse.parse_squeue_text("") == ([], [])
 
 
 def test_scontrol_one_line_records():
-    jobs, notes = slurm.parse_scontrol_jobs(SCONTROL_FAILED + "\n" + SCONTROL_ARRAY_TASK + "\n")
+    jobs, notes = slurm_parse.parse_scontrol_jobs(SCONTROL_FAILED + "\n" + SCONTROL_ARRAY_TASK + "\n")
     assert notes == []
     failed, task = jobs
     assert (failed.job_id, failed.state, failed.reason, failed.exit_code, failed.exit_signal) == (
@@ -198,7 +198,7 @@ def test_scontrol_one_line_records():
 
 
 def test_scontrol_multiline_record_and_long_durations():
-    (job,), notes = slurm.parse_scontrol_jobs(SCONTROL_MULTILINE)
+    (job,), notes = slurm_parse.parse_scontrol_jobs(SCONTROL_MULTILINE)
     assert notes == []
     assert (job.name, job.user, job.state, job.exit_signal) == ("my long name", "bob", "TIMEOUT", 15)
     assert (job.elapsed_s, job.time_limit_s) == (93784, 93600)
@@ -214,13 +214,13 @@ def test_scontrol_multiline_record_and_long_durations():
     ],
 )
 def test_scontrol_garbage(text, notes):
-    jobs, got = slurm.parse_scontrol_jobs(text)
+    jobs, got = slurm_parse.parse_scontrol_jobs(text)
     assert jobs == []
     assert len(got) == len(notes) and all(g.startswith(n) for g, n in zip(got, notes, strict=True))
 
 
 def test_sacct_completion_lines():
-    jobs, notes = slurm.parse_sacct(SACCT_C_LINES + "\nnot a line\n", source="sacct -c")
+    jobs, notes = slurm_parse.parse_sacct(SACCT_C_LINES + "\nnot a line\n", source="sacct -c")
     assert notes == ["sacct -c: skipped 1 unreadable line(s)"]
     assert [j.job_id for j in jobs] == ["7", "6", "9"]  # the 6.batch step is not a job
     failed, timeout, cancelled = jobs
@@ -241,9 +241,9 @@ def test_sacct_completion_lines():
 
 
 def test_sacct_basic_fields_and_array_ids():
-    fields = slurm.SACCT_BASIC_FIELDS
+    fields = slurm_parse.SACCT_BASIC_FIELDS
     line = SEP.join(["11_2", "13", "rl", "COMPLETED", "0:0", "30", "10", "2026-11-23T18:28:12", "2026-11-23T18:28:42", "n1"])
-    (job,), notes = slurm.parse_sacct(line, fields)
+    (job,), notes = slurm_parse.parse_sacct(line, fields)
     assert notes == []
     assert (job.job_id, job.raw_job_id, job.array_job_id, job.array_task_id, job.elapsed_s) == ("11_2", "13", "11", "2", 30)
 
@@ -257,19 +257,19 @@ def test_sacct_basic_fields_and_array_ids():
     ],
 )  # fmt: skip
 def test_parse_duration(text, seconds):
-    assert slurm.parse_duration(text) == seconds
+    assert slurm_parse.parse_duration(text) == seconds
 
 
 def test_parse_time_and_exit_code():
-    assert slurm.parse_slurm_time("2026-11-23T18:28:12") == datetime(2026, 11, 23, 18, 28, 12, tzinfo=UTC)
+    assert slurm_parse.parse_slurm_time("2026-11-23T18:28:12") == datetime(2026, 11, 23, 18, 28, 12, tzinfo=UTC)
     for text in ("Unknown", "None", "N/A", "", "18:28", "2026-13-45T99:00:00", None):
-        assert slurm.parse_slurm_time(text) is None
-    assert slurm.parse_exit_code("3:0") == (3, 0) and slurm.parse_exit_code("0:15") == (0, 15)
-    assert slurm.parse_exit_code("garbage") == (None, None) and slurm.parse_exit_code(None) == (None, None)
+        assert slurm_parse.parse_slurm_time(text) is None
+    assert slurm_parse.parse_exit_code("3:0") == (3, 0) and slurm_parse.parse_exit_code("0:15") == (0, 15)
+    assert slurm_parse.parse_exit_code("garbage") == (None, None) and slurm_parse.parse_exit_code(None) == (None, None)
 
 
 def test_expand_output_pattern():
-    expand = slurm.expand_output_pattern
+    expand = slurm_parse.expand_output_pattern
     assert expand("/r/job_%j.log", job_id="12") == "/r/job_12.log"
     assert expand(
         "%x-%A_%a-%4j-%u-%N.%%", job_id="13", array_job_id="11", task_id="2", name="rl", user="al", node="gpu[1-2]"
@@ -305,7 +305,7 @@ def test_missing_binaries_become_notes(tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / "job_12.log").write_text("x\n")
-    found = slurm.find_run_jobs(run_dir, env=env)
+    found = slurm_jobs.find_run_jobs(run_dir, env=env)
     assert found.jobs == [] and found.missing == ["12"]
 
 
@@ -401,13 +401,13 @@ def test_job_ids_from_log_names(tmp_path):
     for name in ("job_12.log", "job_9.log", "job_7_3.log", "slurm-100.out", "job_x.log", "job_12.log.1", "trainer.log"):
         (tmp_path / name).write_text("")
     (tmp_path / "job_55.log").mkdir()
-    assert slurm.job_ids_from_logs(tmp_path) == {
+    assert slurm_jobs.job_ids_from_logs(tmp_path) == {
         "7_3": "job_7_3.log",
         "9": "job_9.log",
         "12": "job_12.log",
         "100": "slurm-100.out",
     }
-    assert slurm.job_ids_from_logs(tmp_path / "missing") == {}
+    assert slurm_jobs.job_ids_from_logs(tmp_path / "missing") == {}
 
 
 def test_sbatch_directives_stop_at_the_first_command(tmp_path):
@@ -423,10 +423,10 @@ set -e
 #SBATCH --partition=after-the-first-command-is-ignored
 #SBATCH --chdir=/ignored
 """
-    script = slurm.parse_sbatch_script(text, tmp_path / "rl.sbatch")
+    script = slurm_jobs.parse_sbatch_script(text, tmp_path / "rl.sbatch")
     assert (script.job_name, script.output, script.error) == ("prime", "/runs/r1/job_%j.log", "/runs/r1/job_%j.log")
     assert (script.chdir, script.comment, script.time) == ("/runs/r1", "run r1", "1-00:00:00")
-    broken = slurm.parse_sbatch_script('#SBATCH --job-name="unclosed\n#SBATCH -o out.log\n')
+    broken = slurm_jobs.parse_sbatch_script('#SBATCH --job-name="unclosed\n#SBATCH -o out.log\n')
     assert broken.job_name == '"unclosed' and broken.output == "out.log"
 
 
@@ -437,7 +437,7 @@ def test_find_sbatch_scripts(tmp_path):
     (tmp_path / "notes.txt").write_text("#SBATCH --job-name=c\n")
     (tmp_path / "big.sh").write_bytes(b"#SBATCH -J d\n" + b"x" * (2 << 20))
     (tmp_path / "binary").write_bytes(b"\x00\xff#SBATCH -J \xff\xfe\n")
-    found = {s.path.name: s.job_name for s in slurm.find_sbatch_scripts(tmp_path)}
+    found = {s.path.name: s.job_name for s in slurm_jobs.find_sbatch_scripts(tmp_path)}
     assert found == {"rl.sbatch": "a", "run.sh": "b", "binary": None}
 
 
@@ -448,7 +448,7 @@ def _job(job_id: str, **kw) -> SlurmJob:
 def test_match_run_jobs_says_how_each_job_matched(tmp_path):
     run = tmp_path / "outputs" / "run-a"
     other = tmp_path / "outputs" / "run-b"
-    script = slurm.SbatchScript(path=run / "rl.sbatch", job_name="rl", output=f"{run}/job_%j.log")
+    script = slurm_jobs.SbatchScript(path=run / "rl.sbatch", job_name="rl", output=f"{run}/job_%j.log")
     jobs = [
         _job("1", name="rl", std_out=f"{run}/job_1.log", work_dir="/home/a/prime-rl"),  # resolved by scontrol
         _job("2", name="rl", std_out=f"{run}/job_%j.log", work_dir="/home/a/prime-rl"),  # raw, as squeue --json gives it
@@ -459,7 +459,7 @@ def test_match_run_jobs_says_how_each_job_matched(tmp_path):
         _job("7", name="run-a"),  # named like the run, nothing contradicts (e.g. sacct -c without std_out)
         _job("8", name="x", std_out="/elsewhere/o.log", work_dir="/elsewhere"),
     ]
-    matched = slurm.match_run_jobs(run, jobs, log_ids={"1": "job_1.log"}, scripts=[script])
+    matched = slurm_jobs.match_run_jobs(run, jobs, log_ids={"1": "job_1.log"}, scripts=[script])
     assert {j.job_id: j.matched_by for j in matched} == {
         "1": ["log_file:job_1.log", "sbatch:rl.sbatch", "std_out"],
         "2": ["sbatch:rl.sbatch", "std_out"],
@@ -471,10 +471,10 @@ def test_match_run_jobs_says_how_each_job_matched(tmp_path):
 
 
 def test_sbatch_chdir_must_agree(tmp_path):
-    script = slurm.SbatchScript(path=tmp_path / "a.sbatch", job_name="rl", chdir="sub")
+    script = slurm_jobs.SbatchScript(path=tmp_path / "a.sbatch", job_name="rl", chdir="sub")
     here = _job("1", name="rl", work_dir=str(tmp_path / "sub"), std_out="/x/o.log")
     there = _job("2", name="rl", work_dir="/else", std_out="/x/o.log")
-    matched = slurm.match_run_jobs(tmp_path, [here, there], scripts=[script])
+    matched = slurm_jobs.match_run_jobs(tmp_path, [here, there], scripts=[script])
     assert [(j.job_id, j.matched_by) for j in matched] == [("1", ["sbatch:a.sbatch"])]
 
 

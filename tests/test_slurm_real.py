@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from rlagent.models.slurm import SlurmJob, SlurmReport
-from rlagent.tools import slurm
+from rlagent.tools import slurm, slurm_jobs, slurm_parse
 
 import slurmkit
 from slurmkit import SlurmCluster, free_ports, slurm_cluster  # noqa: F401
@@ -264,7 +264,7 @@ def test_two_jobs_of_one_run_and_not_the_other_runs_job(slurm_cluster, tmp_path)
     slurm_cluster.wait_state(second, ["RUNNING"])
     wait_lines(run_dir / f"job_{second}.log", 1)
 
-    report = slurm.find_run_jobs(run_dir, env=slurm_cluster.env, timeout=TIMEOUT)
+    report = slurm_jobs.find_run_jobs(run_dir, env=slurm_cluster.env, timeout=TIMEOUT)
     assert [j.job_id for j in report.jobs] == [first, second]
     assert [j.state for j in report.jobs] == ["CANCELLED", "RUNNING"]
     for job in report.jobs:
@@ -272,7 +272,7 @@ def test_two_jobs_of_one_run_and_not_the_other_runs_job(slurm_cluster, tmp_path)
         assert job.work_dir == str(project)
     assert report.sources == ["squeue --json"] and report.missing == []
 
-    theirs_report = slurm.find_run_jobs(other, env=slurm_cluster.env, timeout=TIMEOUT)
+    theirs_report = slurm_jobs.find_run_jobs(other, env=slurm_cluster.env, timeout=TIMEOUT)
     assert [j.job_id for j in theirs_report.jobs] == [theirs]
     slurm_cluster.run("scancel", second, theirs)
 
@@ -286,7 +286,7 @@ def test_run_jobs_found_by_work_dir_and_comment_without_log_files(slurm_cluster,
     by_comment = slurm_cluster.sbatch(
         "--wrap", "sleep 300", "-o", str(elsewhere / "b_%j.out"), "--comment", f"run={run_dir}", cwd=elsewhere
     )
-    report = slurm.find_run_jobs(run_dir, env=slurm_cluster.env, timeout=TIMEOUT)
+    report = slurm_jobs.find_run_jobs(run_dir, env=slurm_cluster.env, timeout=TIMEOUT)
     assert {j.job_id: j.matched_by for j in report.jobs} == {in_dir: ["work_dir"], by_comment: ["comment"]}
     slurm_cluster.run("scancel", in_dir, by_comment)
 
@@ -298,7 +298,7 @@ def test_finished_job_known_only_by_its_log_file(slurm_cluster, tmp_path):  # no
     live = slurm_cluster.sbatch(str(write_script(run_dir)), cwd=run_dir)
     old = str(int(live) + 50000)
     (run_dir / f"job_{old}.log").write_text("step 1\n")
-    report = slurm.find_run_jobs(run_dir, env=slurm_cluster.env, timeout=TIMEOUT)
+    report = slurm_jobs.find_run_jobs(run_dir, env=slurm_cluster.env, timeout=TIMEOUT)
     assert [j.job_id for j in report.jobs] == [live]
     assert report.missing == [old]
     assert any(note.startswith(f"job {old}: unknown to squeue --json, scontrol") for note in report.notes)
@@ -331,7 +331,7 @@ def test_timeout_job_ends_timeout_at_its_time_limit(slurm_cluster, timeout_job):
 
     job = one(states(slurm_cluster, job_id), job_id)
     assert (job.state, job.reason, job.time_limit_s, job.exit_signal) == ("TIMEOUT", "TimeLimit", 60, 15)
-    assert job.start_time == slurm.parse_slurm_time(started)
+    assert job.start_time == slurm_parse.parse_slurm_time(started)
     assert 60 <= job.elapsed_s <= 95  # the controller checks limits every 30 s
     log = (run_dir / f"job_{job_id}.log").read_text().splitlines()
     assert re.search(rf"\*\*\* JOB {job_id} ON \S+ CANCELLED AT \S+ DUE TO TIME LIMIT \*\*\*", log[-1])

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from rlagent.models.actions import KNOBS, Override
 from rlagent.tools.launch_command import CommandError, check_argv
-from rlagent.tools.slurm import JOB_ID, find_sbatch_scripts
+from rlagent.tools.slurm_jobs import find_sbatch_scripts
+from rlagent.tools.slurm_parse import JOB_ID
 
 _FORWARDS = re.compile(r'"\$@"|\$\{@\}|"\$\{@\}"')
 

@@ -18,7 +18,7 @@ from typing import Protocol
 
 from rlagent.models.cluster import NodeProcesses
 from rlagent.models.slurm import SlurmJob, SlurmReport
-from rlagent.tools import slurm
+from rlagent.tools import slurm, slurm_jobs
 
 TITLES = ("PRIME-RL::", "Verifiers::")
 MAX_SSH_NODES = 16
@@ -64,15 +64,15 @@ def _configured(env: Mapping[str, str] | None) -> bool:
 
 def probe_cluster(run_dir: Path, settings: SlurmSettings = SlurmSettings()) -> ClusterState | None:
     run_dir = Path(os.path.abspath(run_dir))
-    logs = slurm.job_ids_from_logs(run_dir)
-    scripts = slurm.find_sbatch_scripts(run_dir)
+    logs = slurm_jobs.job_ids_from_logs(run_dir)
+    scripts = slurm_jobs.find_sbatch_scripts(run_dir)
     has_squeue = _which("squeue", settings.env) is not None
     if not logs and not scripts and not (has_squeue and _configured(settings.env)):
         return None  # nothing says this run is a SLURM job: no probe, no note
     if not has_squeue:
         named = ", ".join(f"job_{j}.log" for j in logs) or "the sbatch script"
         return ClusterState(SlurmReport(), notes=[f"SLURM: squeue is not on PATH; the job(s) of {named} cannot be looked up"])
-    report = slurm.find_run_jobs(run_dir, env=settings.env, timeout=settings.timeout)
+    report = slurm_jobs.find_run_jobs(run_dir, env=settings.env, timeout=settings.timeout)
     if not report.jobs and not logs and not scripts:
         return None  # squeue answered, nothing of this run in it
     state = ClusterState(report, notes=list(report.notes))
