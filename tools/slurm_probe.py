@@ -1,4 +1,4 @@
-"""A run's SLURM side, probed live: its jobs (tools.slurm.find_run_jobs: job_<id>.log files, the
+"""A run's SLURM side, probed live: its jobs (tools.slurm_jobs.find_run_jobs: job_<id>.log files, the
 sbatch script, squeue matched by working directory, output path, comment or name), and the
 PRIME-RL processes on the nodes of its running job, seen with `srun --jobid J --overlap` (a
 read-only `ps` job step beside the job's own) or, when configured, `ssh NODE ps`. Every command is
