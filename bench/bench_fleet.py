@@ -4,9 +4,9 @@
     python bench/bench_fleet.py --sizes 100 --warm-rounds 5 --workers 4
     python bench/bench_fleet.py --sizes 10 --live       # also: a live crash among recorded runs
 
-For each size N, the fleet is N recorded prime-rl runs of mixed scenarios and both layouts
-(healthy, crashed, NaN, truncation, entropy collapse, finished...), written by the simulator
-behind `rlagent simulate`. Then one `rlagent watch ROOT --offline --cadence 1s --report R.html`
+For each size N, the fleet is N recorded runs of mixed scenarios: two thirds prime-rl of both
+layouts (healthy, crashed, NaN, truncation, entropy collapse, finished...), one third verl, TRL and
+OpenRLHF, written by the simulator behind `rlagent simulate`. Then one `rlagent watch ROOT --offline --cadence 1s --report R.html`
 process runs 1 cold round and --warm-rounds warm rounds (nothing new in the runs: the steady
 state of a fleet between appends) and this script reads, from the process itself:
   - round wall time, cold (round 1: every run's first check-in) and warm (median of the rest),
@@ -49,6 +49,16 @@ SCENARIOS = (
     "alarming-normal-l",
     "errored-rollouts-h",
 )
+FRAMEWORK_SCENARIOS = (
+    "verl-healthy",
+    "verl-entropy-collapse",
+    "verl-crash-oom",
+    "trl-healthy",
+    "trl-nan",
+    "openrlhf-healthy",
+)
+"""A third of the fleet: SIMULATED verl, TRL and OpenRLHF runs (`rlagent simulate NAME DIR`)."""
+MIXED = SCENARIOS + FRAMEWORK_SCENARIOS
 PEAK = (
     "import atexit, resource, sys\n"
     "atexit.register(lambda: sys.stderr.write(f'PEAK_RSS_KB {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n'))\n"
@@ -68,8 +78,13 @@ def build_fleet(root: Path, n: int) -> float:
 
     started = time.perf_counter()
     for i in range(n):
-        name = SCENARIOS[i % len(SCENARIOS)]
+        name = MIXED[i % len(MIXED)]
         run = root / f"group-{i // 25:02d}" / f"{i:03d}-{name}"
+        if name in FRAMEWORK_SCENARIOS:
+            if not run.is_dir():
+                simulate = [sys.executable, "-m", "rlagent", "simulate", name, str(run), "--seed", str(1000 + i)]
+                subprocess.run(simulate, check=True, capture_output=True)
+            continue
         if (run / "configs").is_dir():
             continue
         overrides = {"layout": None, "seed": 1000 + i, "onset_step": None, "severity": None, "step_time_s": None, "steps": None}
