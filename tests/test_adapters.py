@@ -157,3 +157,36 @@ def test_live_framework_processes_are_tied_to_their_run(tmp_path):
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+def _trainer_state(step: int, max_steps: int) -> str:
+    import json
+
+    history = [{"loss": 0.0, "reward": 0.5, "frac_reward_zero_std": 0.5, "epoch": 0.1, "step": s} for s in (5, step)]
+    return json.dumps({"global_step": step, "logging_steps": 5, "max_steps": max_steps, "log_history": history}, indent=2)
+
+
+def test_a_trl_output_dir_is_read_where_it_is(tmp_path):
+    """The Trainer writes checkpoint-N/ straight into output_dir: a folder holding only those is the output
+    dir (no config, no trainer_output/ under it), and its newest trainer_state.json is read."""
+    for step in (10, 20):
+        (tmp_path / f"checkpoint-{step}").mkdir()
+        (tmp_path / f"checkpoint-{step}" / "trainer_state.json").write_text(_trainer_state(step, 40))
+    run = discover(tmp_path)
+    assert run.framework is Framework.TRL
+    adapter = adapter_for("trl")
+    assert adapter.output_dir(tmp_path) == tmp_path
+    assert sorted(adapter.checkpoints(tmp_path)) == [10, 20]
+    assert adapter.read_config(tmp_path).max_steps == 40
+    read = adapter.read(run, {}, UTC)
+    state = [f for f in read.files if f.rel == "trainer_state.json"]
+    assert state and state[0].cursor.path == "checkpoint-20/trainer_state.json"
+    assert sorted({row.step for row in state[0].rows}) == [5, 20]
+
+
+def test_a_trl_run_dir_keeps_its_default_output_dir(tmp_path):
+    (tmp_path / "trainer_output" / "checkpoint-10").mkdir(parents=True)
+    (tmp_path / "trainer_output" / "checkpoint-10" / "trainer_state.json").write_text(_trainer_state(10, 0))
+    adapter = adapter_for("trl")
+    assert adapter.output_dir(tmp_path) == tmp_path / "trainer_output"
+    assert adapter.read_config(tmp_path).max_steps is None  # 0 / -1 say nothing of the planned total

@@ -66,12 +66,35 @@ class TrlAdapter(ConsoleAdapter):
         config.max_completion_tokens = as_int(doc.get("max_completion_length"))
         config.ckpt_interval = as_int(doc.get("save_steps"))
         config.batch_size = as_int(doc.get("per_device_train_batch_size"))
+        if config.max_steps is None:
+            config.max_steps = self._state_max_steps(run_dir)
         return config
 
+    def _state_max_steps(self, run_dir: Path) -> int | None:
+        """`max_steps` of the newest checkpoint's trainer_state.json: the Trainer stores the run's planned
+        total there (set from max_steps or epochs x steps per epoch) when no config file says it."""
+        steps = self.checkpoints(run_dir)
+        if not steps:
+            return None
+        path = self.output_dir(run_dir) / f"checkpoint-{max(steps)}" / "trainer_state.json"
+        if not path.is_file():
+            return None
+        total = as_int(trl.read_trainer_state(path).meta.get("max_steps"))
+        return total if total and total > 0 else None
+
     def output_dir(self, run_dir: Path) -> Path:
+        """The config's `output_dir`; else `run_dir` itself when it is an output dir (the Trainer writes
+        `checkpoint-N/` and `completions/` straight into `output_dir`, so a folder holding them is one:
+        what a user who points rlagent at the output dir, or copies one, has); else TRL's default
+        `trainer_output` under `run_dir`."""
         doc, _ = self._config(run_dir, [])
-        out = str(doc.get("output_dir") or "trainer_output")
-        return Path(out) if Path(out).is_absolute() else run_dir / out
+        if doc.get("output_dir"):
+            out = Path(str(doc["output_dir"]))
+            return out if out.is_absolute() else run_dir / out
+        default = run_dir / "trainer_output"
+        if not default.is_dir() and _is_output_dir(run_dir):
+            return run_dir
+        return default
 
     def console_state(self, run_dir: Path | None, config: RunConfig | None) -> ConsoleState:
         if run_dir is None:
@@ -160,6 +183,16 @@ class TrlAdapter(ConsoleAdapter):
 
     def process_markers(self, run: RunInfo) -> list[str]:
         return [run.run_dir, str(self.output_dir(Path(run.run_dir)))]
+
+
+def _is_output_dir(path: Path) -> bool:
+    """`path` holds what the Trainer writes into its output_dir: a `checkpoint-N/` folder or the
+    completions parquet folder."""
+    try:
+        entries = list(path.iterdir())
+    except OSError:
+        return False
+    return any(e.is_dir() and (_CKPT.match(e.name) or e.name == "completions") for e in entries)
 
 
 def _text(value) -> str:
