@@ -112,7 +112,16 @@ def _streams(role: str, layout: str) -> list[str]:
 def child_main(role: str, scenario: Scenario, run_dir: Path, wall0: float, speed: float, launcher_pid: int) -> int:
     """Run one process of the simulated run; returns its exit code (or kills itself, -9)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    stopped_at: list[float] = []
+    """Simulated time at which SIGTERM came. What was due before it still goes to disk: a child starved
+    of CPU (a loaded machine) lags behind the simulated clock, and without this a crash elsewhere would
+    cut off files (a checkpoint's `.metadata`, `progress.pt`) that the simulated world wrote long before."""
+
+    def on_sigterm(signum: int, frame: object) -> None:
+        if not stopped_at:
+            stopped_at.append((time.time() - wall0) * speed)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1 PID` shows where a child is
     setproctitle.setproctitle(f"PRIME-RL::{title_of(role)}")
     sim = Sim(scenario, rate=speed)
@@ -125,6 +134,8 @@ def child_main(role: str, scenario: Scenario, run_dir: Path, wall0: float, speed
     def wait_until(t: float) -> bool:
         """Sleep until simulated time t; False when the launcher is gone."""
         while True:
+            if stopped_at:
+                return t <= stopped_at[0]
             if os.getppid() != launcher_pid:
                 return False
             left = wall0 + t / speed - time.time()
@@ -138,20 +149,29 @@ def child_main(role: str, scenario: Scenario, run_dir: Path, wall0: float, speed
             if owner != role or item.t > stop_at:
                 continue
             if not wait_until(item.t):
-                return 0
+                return _end(stopped_at)
             writer.write(item)
             writer.flush()
     if mine:
         assert plan is not None
         if not wait_until(plan.exit_time):
-            return 0
+            return _end(stopped_at)
         if plan.exit_code == -9:
             os.kill(os.getpid(), signal.SIGKILL)  # the kernel's OOM killer: no goodbye
         return plan.exit_code
     if role in ("trainer", "orchestrator") and scenario.finished and not scenario.ends_early:
         return 0
-    while os.getppid() == launcher_pid:  # alive (serving, hung, waiting) until stopped
+    while os.getppid() == launcher_pid and not stopped_at:  # alive (serving, hung, waiting) until stopped
         time.sleep(0.25)
+    return _end(stopped_at)
+
+
+def _end(stopped_at: list[float]) -> int:
+    """Exit as SIGTERM leaves a process (status -15) once the backlog is written; 0 when the launcher
+    is simply gone."""
+    if stopped_at:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
     return 0
 
 
