@@ -9,7 +9,8 @@ of --repeats, and the load average is printed with each row):
   cat   `cat` of the run's log files to /dev/null: reading the bytes.
   grep  `grep -cE "WARNING|ERROR"` over the same files: what the runbook does by hand.
   (a) a cold first check-in: a fresh monitor process per repeat, fresh state; wall and CPU time
-      (user + sys of the process, all threads) of the check-in alone, and the peak RSS.
+      (user + sys of the process, all threads) of the check-in alone, and the peak RSS. `read MB` is
+      what it read: a console log (verl, TRL, OpenRLHF) is read at most 64 MB per check-in.
   (b) a warm check-in after 1 MB more is appended, timed inside the running monitor (Python
       start-up not counted); wall and CPU.
   (d) `rlagent check RUN --offline --json` as a whole process on the warm run, and next to it the
@@ -148,9 +149,17 @@ def append(run: Path, n_bytes: int) -> None:
 
 
 def timed(command: list[str], check: bool = True) -> float:
+    return timed_cpu(command, check)[0]
+
+
+def timed_cpu(command: list[str], check: bool = True) -> tuple[float, float]:
+    """Wall and CPU (user + sys) seconds of a command; `rlagent check` exits 1 or 2 on findings."""
     started = time.perf_counter()
-    subprocess.run(command, stdout=subprocess.DEVNULL, check=check)  # `rlagent check` exits 1 or 2 on findings
-    return time.perf_counter() - started
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    if check and os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{command[0]} failed")
+    return time.perf_counter() - started, usage.ru_utime + usage.ru_stime
 
 
 def grep_hits(files: list[str]) -> int:
@@ -183,8 +192,8 @@ def bench_run(name: str, run: Path, repeats: int, warm_runs: int) -> dict:
     logs_bytes = sum(Path(f).stat().st_size for f in files)
     cat, grep, cold = [], [], []
     for _ in range(repeats):  # interleaved, so a burst of load hits every column alike
-        cat.append(timed(["cat", *files]))
-        grep.append(timed(["grep", "-cE", "WARNING|ERROR", *files]))
+        cat.append(timed_cpu(["cat", *files]))
+        grep.append(timed_cpu(["grep", "-cE", "WARNING|ERROR", *files], check=False))  # 1: no match
         home = Path(tempfile.mkdtemp(prefix="rlagent-bench-"))
         monitor = MonitorProcess(run, home)
         cold.append(monitor.check_in())
@@ -206,7 +215,8 @@ def bench_run(name: str, run: Path, repeats: int, warm_runs: int) -> dict:
         floor.append(timed([sys.executable, "-c", FLOOR]))
     shutil.rmtree(home)
     med = statistics.median
-    cat_s, grep_s, cold_s = med(cat), med(grep), med(c["seconds"] for c in cold)
+    cat_s, grep_s, cold_s = med(c[0] for c in cat), med(g[0] for g in grep), med(c["seconds"] for c in cold)
+    grep_cpu = med(g[1] for g in grep)
     return {
         "run": name,
         "logs_mb": logs_bytes / 1e6,
@@ -216,9 +226,13 @@ def bench_run(name: str, run: Path, repeats: int, warm_runs: int) -> dict:
         "grep_s": grep_s,
         "cold_s": cold_s,
         "cold_cpu_s": med(c["cpu_s"] for c in cold),
+        "cat_cpu_s": med(c[1] for c in cat),
+        "grep_cpu_s": grep_cpu,
         "cold_over_grep": cold_s / grep_s,
+        "cold_cpu_over_grep_cpu": med(c["cpu_s"] for c in cold) / max(grep_cpu, 1e-3),
         "cold_over_cat": cold_s / cat_s,
         "cold_rss_mb": max(c["peak_rss_mb"] for c in cold),
+        "cold_read_mb": med(c["bytes_read"] for c in cold) / 1e6,
         "warm_ms": med(w["seconds"] for w in warm) * 1000,
         "warm_cpu_ms": med(w["cpu_s"] for w in warm) * 1000,
         "warm_bytes": med(w["bytes_read"] for w in warm),
@@ -278,15 +292,17 @@ def main() -> None:
         runs.append((f"{args.multinode} ranks", multinode_run(args.out, args.multinode)))
     rows = [bench_run(name, run, args.repeats, args.warm_runs) for name, run in runs]
     print(
-        f"{'run':>13} {'logs MB':>8} {'cat s':>6} {'grep s':>6} {'(a) cold s':>10} {'/grep':>6} {'/cat':>6} {'cold CPU s':>10} "
-        f"{'(b) warm ms':>11} {'warm CPU ms':>11} {'(d) process s':>13} {'stack floor s':>13} {'peak RSS MB':>11} {'load':>9}"
+        f"{'run':>13} {'logs MB':>8} {'cat s (CPU)':>13} {'grep s (CPU)':>13} {'read MB':>7} {'(a) cold s (CPU)':>17} "
+        f"{'/grep':>6} {'CPU/grep CPU':>12} {'(b) warm ms (CPU)':>17} {'(d) process s':>13} {'floor s':>7} "
+        f"{'RSS MB':>6} {'load':>9}"
     )
     for r in rows:
         print(
-            f"{r['run']:>13} {r['logs_mb']:>8.0f} {r['cat_s']:>6.3f} {r['grep_s']:>6.3f} {r['cold_s']:>10.3f} "
-            f"{r['cold_over_grep']:>5.1f}x {r['cold_over_cat']:>5.1f}x {r['cold_cpu_s']:>10.3f} {r['warm_ms']:>11.1f} "
-            f"{r['warm_cpu_ms']:>11.1f} {r['whole_process_s']:>13.2f} {r['stack_floor_s']:>13.2f} "
-            f"{max(r['cold_rss_mb'], r['warm_rss_mb']):>11.0f} {r['load_avg'][0]:>4.1f}/{r['load_avg'][1]:.1f}"
+            f"{r['run']:>13} {r['logs_mb']:>8.0f} {r['cat_s']:>6.3f} ({r['cat_cpu_s']:.2f}) "
+            f"{r['grep_s']:>6.3f} ({r['grep_cpu_s']:.2f}) {r['cold_read_mb']:>7.0f} "
+            f"{r['cold_s']:>8.2f} ({r['cold_cpu_s']:>6.2f}) {r['cold_over_grep']:>5.1f}x {r['cold_cpu_over_grep_cpu']:>11.1f}x "
+            f"{r['warm_ms']:>8.0f} ({r['warm_cpu_ms']:>5.0f}) {r['whole_process_s']:>13.2f} {r['stack_floor_s']:>7.2f} "
+            f"{max(r['cold_rss_mb'], r['warm_rss_mb']):>6.0f} {r['load_avg'][0]:>4.1f}/{r['load_avg'][1]:.1f}"
         )
     print(json.dumps(rows, indent=2))
 
