@@ -34,10 +34,12 @@ from rlagent.tools.configs import read_run_config
 from rlagent.tools.metrics_jsonl import REL as METRICS_REL
 from rlagent.tools.processes import ProcessProbe, SystemProcesses
 from rlagent.tools.slurm_probe import ClusterProbe, SystemCluster
+from rlagent.tools.steprows import EARLY_VALUES as KEEP_EARLY
+from rlagent.tools.steprows import KEEP_STEPS
 
-HISTORY_STEPS = 1000
-"""Steps of each series kept in the state store (rules look back far less)."""
-EARLY_VALUES = 10
+HISTORY_STEPS = KEEP_STEPS
+"""Steps of each series kept in the state store (rules look back far less); the readers hold no more."""
+EARLY_VALUES = KEEP_EARLY
 """First finite values kept per series as the run's early baseline."""
 EVENTS_PER_KIND = 50
 MAX_GROUPS = 200

@@ -9,14 +9,20 @@ of --repeats, and the load average is printed with each row):
   cat   `cat` of the run's log files to /dev/null: reading the bytes.
   grep  `grep -cE "WARNING|ERROR"` over the same files: what the runbook does by hand.
   (a) a cold first check-in: a fresh monitor process per repeat, fresh state; wall and CPU time
-      (user + sys of the process, all threads) of the check-in alone, and the peak RSS.
+      (user + sys of the process, all threads) of the check-in alone, and the peak RSS. `read MB` is
+      what it read: a console log (verl, TRL, OpenRLHF) is read at most 64 MB per check-in.
   (b) a warm check-in after 1 MB more is appended, timed inside the running monitor (Python
       start-up not counted); wall and CPU.
   (d) `rlagent check RUN --offline --json` as a whole process on the warm run, and next to it the
       floor of the stack: a Python that only imports langgraph's graph and SQLite checkpointer.
 The appends are written by this process, not the monitor, so they do not count in its RSS.
-Not in the table yet: multi-node trees of rank files (the reader does not read them yet; multi-node
-reading is being added elsewhere) and the verl, TRL and OpenRLHF logs (their adapters likewise).
+
+Besides prime-rl's layout H (`--sizes`), the table covers (each can be left out with an empty value):
+  --frameworks  the main console log of a SIMULATED verl, TRL and OpenRLHF run, grown to the size given by
+                repeating the steps of a 2000-step simulation with rising step numbers (what the monitor
+                reads of them: the log; warm appends are the next steps);
+  --multinode   a layout-H run of 256 MB with a multi-node tree of this many rank files
+                (evals/simulator/multinode.py `write_tree`: 32 nodes of 8 ranks for 256).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -38,8 +45,8 @@ MONITOR = """
 import json, resource, sys, time
 from pathlib import Path
 from rlagent.graph.runner import Monitor
-from rlagent.tools.layout import discover_run
-monitor = Monitor(discover_run(sys.argv[1]), home=Path(sys.argv[2]), offline=True)
+from rlagent.tools.adapters import discover
+monitor = Monitor(discover(Path(sys.argv[1])), home=Path(sys.argv[2]), offline=True)
 def cpu():
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
@@ -60,13 +67,101 @@ def parse_size(text: str) -> int:
 
 
 def log_files(run: Path) -> list[str]:
+    main = FRAMEWORK_LOG.get(run.name.split("-", 1)[0])
+    if main is not None:
+        return [str(run / main)]
     return sorted(str(p) for p in (run / "logs" / "latest").resolve().rglob("*.log"))
 
 
-def timed(command: list[str], **kwargs) -> float:
-    started = time.perf_counter()
-    subprocess.run(command, stdout=subprocess.DEVNULL, check=True, **kwargs)
-    return time.perf_counter() - started
+# --- framework console logs, grown from a simulated run ---------------------------------------
+
+FRAMEWORK_LOG = {"verl": "verl_demo.log", "trl": "train.log", "openrlhf": "train.log"}
+STEP_NUMBERS = {
+    "verl": rb"(?<=step:)\d+|(?<=global_step_)\d+",
+    "trl": rb"(?<=\| )\d+(?=/\d)",  # the progress bar's count (its total stays)
+    "openrlhf": rb"(?<=Global step )\d+|(?<=global_step)\d+",
+}
+SIM_STEPS = 2000
+BLOCK_FROM = 100
+"""Steps from this one on are repeated (past the start-up lines)."""
+
+
+def _block(log: Path, framework: str) -> bytes:
+    """The simulated log from the line of step BLOCK_FROM to its end (whole lines)."""
+    data = log.with_name(log.name + ".sim").read_bytes()
+    pattern = re.compile(STEP_NUMBERS[framework])
+    for match in pattern.finditer(data):
+        if int(match.group()) >= BLOCK_FROM:
+            return data[data.rfind(b"\n", 0, match.start()) + 1 :]
+    raise SystemExit(f"{log}: no step {BLOCK_FROM}")
+
+
+def _renumbered(block: bytes, framework: str, shift: int) -> bytes:
+    return re.sub(STEP_NUMBERS[framework], lambda m: str(int(m.group()) + shift).encode(), block)
+
+
+def grow_framework_log(framework: str, run: Path, n_bytes: int) -> None:
+    """Append about `n_bytes` of the next steps: the block again, its step numbers moved on."""
+    log = run / FRAMEWORK_LOG[framework]
+    block = _block(log, framework)
+    state = run / ".bench-repeats"
+    repeats = int(state.read_text()) if state.exists() else 0
+    span = SIM_STEPS - BLOCK_FROM + 1
+    with log.open("ab") as f:
+        while n_bytes > 0:
+            cut = block.find(b"\n", n_bytes) + 1  # a short append: the first steps of a repeat
+            part = block[:cut] if cut else block
+            repeats += 1
+            f.write(_renumbered(part, framework, repeats * span))
+            n_bytes -= len(part)
+    state.write_text(str(repeats))
+
+
+def framework_run(out: Path, framework: str, size: int) -> Path:
+    run = out / f"{framework}-{size >> 20}M"
+    log = run / FRAMEWORK_LOG[framework]
+    if log.is_file() and log.stat().st_size >= size:
+        return run
+    simulate = [sys.executable, "-m", "rlagent", "simulate", f"{framework}-healthy", str(run), "--overwrite"]
+    subprocess.run([*simulate, "--steps", str(SIM_STEPS)], check=True, capture_output=True)
+    shutil.copyfile(log, log.with_name(log.name + ".sim"))
+    grow_framework_log(framework, run, size - log.stat().st_size)
+    return run
+
+
+def multinode_run(out: Path, ranks: int) -> Path:
+    """A 256 MB layout-H run with a tree of `ranks` rank files (8 per node)."""
+    from rlagent.evals.simulator.multinode import write_tree
+
+    run = out / f"multinode-h-{ranks}"
+    if not run.exists():
+        write_big_h_run(run, 256 << 20)
+        write_tree(run, "H", trainer_nodes=max(1, ranks // 8), ranks_per_node=min(8, ranks), steps=200)
+    return run
+
+
+def append(run: Path, n_bytes: int) -> None:
+    framework = run.name.split("-", 1)[0]
+    if framework in FRAMEWORK_LOG:
+        grow_framework_log(framework, run, n_bytes)
+    else:
+        append_big_h_run(run, n_bytes)
+
+
+def timed(command: list[str], check: bool = True) -> float:
+    return timed_cpu(command, check)[0]
+
+
+def timed_cpu(command: list[str], check: bool = True, to_file: bool = False) -> tuple[float, float]:
+    """Wall and CPU (user + sys) seconds of a command; `rlagent check` exits 1 or 2 on findings.
+    `to_file`: output to a file, as GNU grep stops at its first match when it writes to /dev/null."""
+    with tempfile.TemporaryFile() as sink:
+        started = time.perf_counter()
+        proc = subprocess.Popen(command, stdout=sink if to_file else subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
+    if check and os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{command[0]} failed")
+    return time.perf_counter() - started, usage.ru_utime + usage.ru_stime
 
 
 def grep_hits(files: list[str]) -> int:
@@ -99,8 +194,8 @@ def bench_run(name: str, run: Path, repeats: int, warm_runs: int) -> dict:
     logs_bytes = sum(Path(f).stat().st_size for f in files)
     cat, grep, cold = [], [], []
     for _ in range(repeats):  # interleaved, so a burst of load hits every column alike
-        cat.append(timed(["cat", *files]))
-        grep.append(timed(["grep", "-cE", "WARNING|ERROR", *files]))
+        cat.append(timed_cpu(["cat", *files]))
+        grep.append(timed_cpu(["grep", "-cE", "WARNING|ERROR", *files], check=False, to_file=True))  # 1: no match
         home = Path(tempfile.mkdtemp(prefix="rlagent-bench-"))
         monitor = MonitorProcess(run, home)
         cold.append(monitor.check_in())
@@ -111,18 +206,19 @@ def bench_run(name: str, run: Path, repeats: int, warm_runs: int) -> dict:
     monitor.check_in()
     warm = []
     for _ in range(warm_runs):
-        append_big_h_run(run, 1 << 20)
+        append(run, 1 << 20)
         warm.append(monitor.check_in())
     monitor.close()
     rlagent = str(Path(sys.executable).with_name("rlagent"))
     whole, floor = [], []
     for _ in range(repeats):
-        append_big_h_run(run, 1 << 20)
-        whole.append(timed([rlagent, "check", str(run), "--offline", "--json", "--home", str(home)]))
+        append(run, 1 << 20)
+        whole.append(timed([rlagent, "check", str(run), "--offline", "--json", "--home", str(home)], check=False))
         floor.append(timed([sys.executable, "-c", FLOOR]))
     shutil.rmtree(home)
     med = statistics.median
-    cat_s, grep_s, cold_s = med(cat), med(grep), med(c["seconds"] for c in cold)
+    cat_s, grep_s, cold_s = med(c[0] for c in cat), med(g[0] for g in grep), med(c["seconds"] for c in cold)
+    grep_cpu = med(g[1] for g in grep)
     return {
         "run": name,
         "logs_mb": logs_bytes / 1e6,
@@ -132,9 +228,13 @@ def bench_run(name: str, run: Path, repeats: int, warm_runs: int) -> dict:
         "grep_s": grep_s,
         "cold_s": cold_s,
         "cold_cpu_s": med(c["cpu_s"] for c in cold),
+        "cat_cpu_s": med(c[1] for c in cat),
+        "grep_cpu_s": grep_cpu,
         "cold_over_grep": cold_s / grep_s,
+        "cold_cpu_over_grep_cpu": med(c["cpu_s"] for c in cold) / max(grep_cpu, 1e-3),
         "cold_over_cat": cold_s / cat_s,
         "cold_rss_mb": max(c["peak_rss_mb"] for c in cold),
+        "cold_read_mb": med(c["bytes_read"] for c in cold) / 1e6,
         "warm_ms": med(w["seconds"] for w in warm) * 1000,
         "warm_cpu_ms": med(w["cpu_s"] for w in warm) * 1000,
         "warm_bytes": med(w["bytes_read"] for w in warm),
@@ -173,6 +273,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="1G,4G")
     parser.add_argument("--long", type=int, default=0, help="also a run with this many steps of history")
+    parser.add_argument("--frameworks", default="verl:1G,trl:256M,openrlhf:256M", help="framework:size of each main log")
+    parser.add_argument("--multinode", type=int, default=256, help="rank files of the multi-node run (0: none)")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "out")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--warm-runs", type=int, default=9)
@@ -185,17 +287,24 @@ def main() -> None:
         runs.append((size, run))
     if args.long:
         runs.append((f"{args.long // 1000}k steps", long_run(args.out, args.long)))
+    for item in filter(None, args.frameworks.split(",")):
+        framework, size = item.split(":")
+        runs.append((f"{framework} {size}", framework_run(args.out, framework, parse_size(size))))
+    if args.multinode:
+        runs.append((f"{args.multinode} ranks", multinode_run(args.out, args.multinode)))
     rows = [bench_run(name, run, args.repeats, args.warm_runs) for name, run in runs]
     print(
-        f"{'run':>10} {'logs MB':>8} {'cat s':>6} {'grep s':>6} {'(a) cold s':>10} {'/grep':>6} {'/cat':>6} {'cold CPU s':>10} "
-        f"{'(b) warm ms':>11} {'warm CPU ms':>11} {'(d) process s':>13} {'stack floor s':>13} {'peak RSS MB':>11} {'load':>9}"
+        f"{'run':>13} {'logs MB':>8} {'cat s (CPU)':>13} {'grep s (CPU)':>13} {'read MB':>7} {'(a) cold s (CPU)':>17} "
+        f"{'/grep':>6} {'CPU/grep CPU':>12} {'(b) warm ms (CPU)':>17} {'(d) process s':>13} {'floor s':>7} "
+        f"{'RSS MB':>6} {'load':>9}"
     )
     for r in rows:
         print(
-            f"{r['run']:>10} {r['logs_mb']:>8.0f} {r['cat_s']:>6.3f} {r['grep_s']:>6.3f} {r['cold_s']:>10.3f} "
-            f"{r['cold_over_grep']:>5.1f}x {r['cold_over_cat']:>5.1f}x {r['cold_cpu_s']:>10.3f} {r['warm_ms']:>11.1f} "
-            f"{r['warm_cpu_ms']:>11.1f} {r['whole_process_s']:>13.2f} {r['stack_floor_s']:>13.2f} "
-            f"{max(r['cold_rss_mb'], r['warm_rss_mb']):>11.0f} {r['load_avg'][0]:>4.1f}/{r['load_avg'][1]:.1f}"
+            f"{r['run']:>13} {r['logs_mb']:>8.0f} {r['cat_s']:>6.3f} ({r['cat_cpu_s']:.2f}) "
+            f"{r['grep_s']:>6.3f} ({r['grep_cpu_s']:.2f}) {r['cold_read_mb']:>7.0f} "
+            f"{r['cold_s']:>8.2f} ({r['cold_cpu_s']:>6.2f}) {r['cold_over_grep']:>5.1f}x {r['cold_cpu_over_grep_cpu']:>11.1f}x "
+            f"{r['warm_ms']:>8.0f} ({r['warm_cpu_ms']:>5.0f}) {r['whole_process_s']:>13.2f} {r['stack_floor_s']:>7.2f} "
+            f"{max(r['cold_rss_mb'], r['warm_rss_mb']):>6.0f} {r['load_avg'][0]:>4.1f}/{r['load_avg'][1]:.1f}"
         )
     print(json.dumps(rows, indent=2))
 

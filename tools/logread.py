@@ -17,7 +17,8 @@ from rlagent.tools.dayclock import date_points
 from rlagent.tools.layout import process_of
 from rlagent.tools.logscan import INFERENCE_NEEDLES, NEEDLES, ScannedLine, ScanResult, scan_file
 from rlagent.tools.patterns import classify, detail_kinds, message_template
-from rlagent.tools.steplines import EvalLine, StepLine, parse_eval_line, parse_step_line
+from rlagent.tools.steplines import EvalLine, parse_eval_line, parse_step_line
+from rlagent.tools.steprows import StepLines
 from rlagent.tools.tail import ReadPlan, plan_read
 
 _WARN_LEVELS = ("WARNING", "ERROR", "CRITICAL")
@@ -28,7 +29,8 @@ class LogRead:
     rel: str
     cursor: FileCursor | None
     bytes_read: int = 0
-    steps: list[tuple[StepLine, datetime | None]] = field(default_factory=list)
+    steps: StepLines = field(default_factory=StepLines)
+    """(step line, time), bounded to what the history keeps (tools.steprows)."""
     evals: list[EvalLine] = field(default_factory=list)
     events: list[LogEvent] = field(default_factory=list)
     """Classified events (kind set), the newest `keep_per_kind` of each kind, in line order."""

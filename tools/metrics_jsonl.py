@@ -21,6 +21,7 @@ from rlagent.tools.metric_names import (
     eval_scores,
     is_orchestrator_row,
 )
+from rlagent.tools.steprows import StepTable
 from rlagent.tools.tail import iter_complete_lines, plan_read
 
 REL = "metrics.jsonl"
@@ -29,8 +30,9 @@ REL = "metrics.jsonl"
 @dataclass
 class MetricsRead:
     cursor: FileCursor | None
-    trainer: dict[int, dict[str, float]] = field(default_factory=dict)
-    orchestrator: dict[int, dict[str, float]] = field(default_factory=dict)
+    trainer: dict[int, dict[str, float]] = field(default_factory=StepTable)
+    orchestrator: dict[int, dict[str, float]] = field(default_factory=StepTable)
+    """Bounded to what the history keeps (tools.steprows)."""
     evals: list[EvalPoint] = field(default_factory=list)
     times: dict[str, float] = field(default_factory=dict)
     """process -> unix time of its newest row."""

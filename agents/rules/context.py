@@ -193,6 +193,8 @@ class RuleContext:
     """Defaults to `observation.now` (offline: the time of the newest line)."""
 
     _series: dict[tuple[str, str], list[Point]] = field(default_factory=dict, init=False, repr=False)
+    _rows: dict[str, list[tuple[int, dict[str, float]]]] = field(default_factory=dict, init=False, repr=False)
+    _names: dict[str, set[str]] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.now is None:
@@ -226,10 +228,21 @@ class RuleContext:
         key = (process, metric)
         points = self._series.get(key)
         if points is None:
-            points = self._series[key] = self.history.finite_series(process, metric)
+            # As history.finite_series, from the table's rows sorted once per check-in, not once per series.
+            rows = self._rows.get(process)
+            if rows is None:
+                rows = self._rows[process] = sorted(self.history.table(process).items(), key=_first)
+            points = self._series[key] = [(s, v) for s, row in rows if (v := row.get(metric)) is not None and math.isfinite(v)]
         if after_warmup:
             points = [(s, v) for s, v in points if s > self.thresholds.warmup_steps]
         return points
+
+    def metric_names(self, process: Process) -> set[str]:
+        """Every metric name in the process's table (once per check-in)."""
+        names = self._names.get(process)
+        if names is None:
+            names = self._names[process] = {name for row in self.history.table(process).values() for name in row}
+        return names
 
     def early(self, process: Process, metric: str) -> float | None:
         """Median of the metric's first finite values (survives the sliding window); None if the
@@ -390,6 +403,10 @@ class RuleContext:
     def live(self) -> bool:
         """The process probe ran (a live check-in); offline runs say nothing about processes."""
         return self.observation.live.processes is not None
+
+
+def _first(item: tuple[int, dict[str, float]]) -> int:
+    return item[0]
 
 
 def _later(a: LogEvent, b: LogEvent) -> bool:

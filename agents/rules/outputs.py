@@ -72,7 +72,7 @@ def _scores_high(stats: dict[str, float]) -> bool:
 
 
 def _components(ctx: RuleContext) -> dict[str, list[tuple[int, float]]]:
-    names = {name for row in ctx.history.orchestrator.values() for name in row if name.startswith(_COMPONENT)}
+    names = {name for name in ctx.metric_names("orchestrator") if name.startswith(_COMPONENT)}
     return {name[len(_COMPONENT) :]: ctx.series("orchestrator", name) for name in sorted(names)}
 
 

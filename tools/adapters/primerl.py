@@ -107,8 +107,7 @@ def _from_log(read: LogRead) -> FileRead:
     out.notes, out.bytes_read = read.notes, read.bytes_read
     for line, when in read.steps:
         out.rows.append(StepRow(line.process, line.step, line.values, when))
-        if when is not None and (line.process not in out.times or when > out.times[line.process]):
-            out.times[line.process] = when
+    out.times = dict(read.steps.newest)  # of every step line, those dropped from the bounded rows too
     out.evals = [EvalPoint(env=e.env, step=e.step, score=e.score) for e in read.evals if e.step is not None]
     if read.cursor is not None and read.cursor.last_time:
         out.newest = read.cursor.last_time
