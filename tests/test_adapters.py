@@ -190,3 +190,29 @@ def test_a_trl_run_dir_keeps_its_default_output_dir(tmp_path):
     adapter = adapter_for("trl")
     assert adapter.output_dir(tmp_path) == tmp_path / "trainer_output"
     assert adapter.read_config(tmp_path).max_steps is None  # 0 / -1 say nothing of the planned total
+
+
+def test_a_long_catch_up_read_is_analysed_a_chunk_at_a_time_with_the_same_result(tmp_path, monkeypatch):
+    """A console read longer than one chunk gives the rows, evals, counts and groups of one whole read."""
+    from rlagent.tools.adapters import console
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(FIXTURES / "95_verl-actor-died-resumed" / "run", run_dir)
+    info = discover(run_dir)
+    adapter = adapter_for(info.framework)
+
+    def console_reads():
+        return [f for f in adapter.read(info, {}, UTC).files if f.rel.endswith(".log")]
+
+    whole = console_reads()
+    monkeypatch.setattr(console, "CHUNK", 4096)  # many chunks, boundaries mid-traceback included
+    parts = console_reads()
+    assert [f.rel for f in whole] == [f.rel for f in parts]
+    for one, many in zip(whole, parts, strict=True):
+        assert [(r.process, r.step, r.values.keys()) for r in one.rows] == [
+            (r.process, r.step, r.values.keys()) for r in many.rows
+        ]
+        assert one.evals == many.evals and one.counts == many.counts
+        assert {k: g.count for k, g in one.groups.items()} == {k: g.count for k, g in many.groups.items()}
+        assert one.cursor.offset == many.cursor.offset and one.cursor.step == many.cursor.step
+        assert {e.kind for e in one.events} == {e.kind for e in many.events}

@@ -377,6 +377,65 @@ def add_row(out: FileRead, framework: str, row: MetricRow, when: datetime | None
         out.newest = stamp if out.newest is None or stamp > out.newest else out.newest
 
 
+CHUNK = 4 << 20
+"""Bytes analysed at a time: a 64 MB catch-up read holds one chunk's lines, not all of them."""
+
+
+def analyse_chunked(
+    data: bytes,
+    rel: str,
+    framework: str,
+    parse_rows: RowParser,
+    state: ConsoleState,
+    first_lineno: int,
+    keep_per_kind: int,
+    when: datetime,
+) -> FileRead:
+    """`analyse` over complete lines, a chunk at a time, `state` carried across: what a chunk boundary
+    cuts (a traceback's context lines) is what a check-in boundary cuts anyway."""
+    if len(data) <= CHUNK:
+        return analyse(
+            decode(data), rel, framework, parse_rows, state, first_lineno=first_lineno, keep_per_kind=keep_per_kind, when=when
+        )
+    out = FileRead(rel=rel, cursor=None)
+    start, lineno = 0, first_lineno
+    while start < len(data):
+        end = len(data) if len(data) - start <= CHUNK else data.rfind(b"\n", start, start + CHUNK) + 1
+        if end <= start:  # one line longer than a chunk: take it whole
+            end = data.find(b"\n", start + CHUNK) + 1 or len(data)
+        chunk = data[start:end]
+        part = analyse(
+            decode(chunk), rel, framework, parse_rows, state, first_lineno=lineno, keep_per_kind=keep_per_kind, when=when
+        )
+        _merge_part(out, part, keep_per_kind)
+        lineno += chunk.count(b"\n")
+        start = end
+    return out
+
+
+def _merge_part(out: FileRead, part: FileRead, keep_per_kind: int) -> None:
+    out.rows += part.rows
+    out.evals += part.evals
+    out.notes += part.notes
+    events = out.events + part.events
+    by_kind: dict[str | None, list[LogEvent]] = defaultdict(list)
+    for event in events:
+        by_kind[event.kind].append(event)
+    out.events = sorted((e for bucket in by_kind.values() for e in bucket[-keep_per_kind:]), key=lambda e: (e.line, e.kind or ""))
+    for kind, steps in part.counts.items():
+        mine = out.counts.setdefault(kind, {})
+        for step, n in steps.items():
+            mine[step] = mine.get(step, 0) + n
+    for template, group in part.groups.items():
+        known = out.groups.get(template)
+        out.groups[template] = (
+            group if known is None else known.model_copy(update={"count": known.count + group.count, "last": group.last})
+        )
+    out.times.update(part.times)
+    if part.newest is not None and (out.newest is None or part.newest > out.newest):
+        out.newest = part.newest
+
+
 def read_console(
     path: Path,
     rel: str,
@@ -413,9 +472,7 @@ def read_console(
     mtime = datetime.fromtimestamp(plan.mtime, UTC)
     if b"\x00" in data:
         notes.append(f"{rel}: binary junk (NUL bytes) in the new bytes, not quoted")
-    read = analyse(
-        decode(data), rel, framework, parse_rows, state, first_lineno=plan.first_line, keep_per_kind=keep_per_kind, when=mtime
-    )
+    read = analyse_chunked(data, rel, framework, parse_rows, state, plan.first_line, keep_per_kind, mtime)
     new_cursor.offset = plan.start + cut
     new_cursor.lines = plan.first_line - 1 + data.count(b"\n")
     new_cursor.step = state.step
