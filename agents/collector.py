@@ -15,7 +15,7 @@ from pathlib import Path
 from rlagent.models.observation import EvalPoint, FileCursor, LiveProbes, LogEvent, MetricHistory, Observation, WarningGroup
 from rlagent.models.run import Layout
 from rlagent.models.state import CheckinState, typed_node
-from rlagent.tools import hostprobes
+from rlagent.tools import hostprobes, safefs
 from rlagent.tools.checkpoints import checkpoint_parts
 from rlagent.tools.configs import read_run_config
 from rlagent.tools.layout import current_attempt, log_files
@@ -58,7 +58,7 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
     config = read_run_config(run_dir, state.run.layout)
     notes += config.problems
 
-    attempt = current_attempt(run_dir) if state.run.layout is Layout.H else None
+    attempt = current_attempt(run_dir, notes) if state.run.layout is Layout.H else None
     new_attempt = state.memory.attempt is not None and attempt is not None and attempt != state.memory.attempt
     if new_attempt:
         notes.append(f"new attempt {attempt} (was {state.memory.attempt}): the run was restarted or resumed")
@@ -71,7 +71,7 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
     bytes_read = 0
     newest: datetime | None = None
 
-    for path in log_files(run_dir, state.run.layout):
+    for path in log_files(run_dir, state.run.layout, notes):
         rel = str(path.relative_to(run_dir))
         read = read_log(path, rel, state.memory.cursors.get(rel), deps.tz, keep_per_kind=EVENTS_PER_KIND)
         notes += read.notes
@@ -89,7 +89,7 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
         new_events += read.events
         _merge_groups(groups, rel, read.groups)
     for rel, cursor in state.memory.cursors.items():
-        if rel not in cursors and rel != METRICS_REL and Path(run_dir, rel).exists() and attempt is None:
+        if rel not in cursors and rel != METRICS_REL and attempt is None and safefs.exists(Path(run_dir, rel)):
             cursors[rel] = cursor  # a file not listed this time but still there (kept for L)
 
     metrics = read_metrics(run_dir, state.memory.cursors.get(METRICS_REL))
@@ -150,7 +150,7 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
         rollouts=rollouts,
         rollouts_step=rollout_step,
         rollouts_per_step=rollouts_per_step or None,
-        checkpoints=checkpoint_parts(run_dir, state.run.layout),
+        checkpoints=checkpoint_parts(run_dir, state.run.layout, notes=notes),
         live=live,
         notes=notes,
     )

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from rlagent.tools.loglines import Head, clean, parse_head
 from rlagent.tools.needlesearch import line_starts
+from rlagent.tools.safefs import open_regular
 
 # Every line a rule can use contains one of these: levels, crash text that torchrun or C++
 # print without a loguru head (`...Error:`, NCCL watchdog lines), and the INFO lines that
@@ -60,7 +61,7 @@ def scan_file(
     """Scan complete lines of `path` in [start, end); line numbers continue from first_line_no."""
     result = ScanResult(end=start)
     line_no = first_line_no  # number of the next line to be read
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         f.seek(start)
         pos = start
         carry = b""
