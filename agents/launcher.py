@@ -378,8 +378,12 @@ def append_followup(state: CheckinState, request: ApprovalRequest, outcome: Laun
             marker=followup_marker(deps.run_key, state.checkin),
         )
     )
-    with sigint_deferred():
-        return append_entry(Path(state.run.run_dir) / STATUS_FILE, text, followup_marker(deps.run_key, state.checkin))
+    try:
+        with sigint_deferred():
+            return append_entry(Path(state.run.run_dir) / STATUS_FILE, text, followup_marker(deps.run_key, state.checkin))
+    except OSError as exc:  # a full disk: nothing half-written is left; the outcome is still reported
+        deps.notify(f"the follow-up entry could not be appended to STATUS.md: {exc.strerror or exc}")
+        return False
 
 
 def render_request(request: ApprovalRequest, run_dir: str) -> str:

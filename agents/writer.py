@@ -6,6 +6,7 @@ SIGINT is held off while the entry is appended: Ctrl-C never leaves half an entr
 
 from __future__ import annotations
 
+import errno
 import math
 import re
 import signal
@@ -19,12 +20,13 @@ from pathlib import Path
 
 import jinja2
 
+from rlagent.agents.entry_digest import entry_digest
 from rlagent.agents.llm.runtime import llm_line
 from rlagent.models.findings import Finding
 from rlagent.models.observation import MetricHistory, Observation
 from rlagent.models.run import RunConfig
-from rlagent.models.state import CheckinState, typed_node
-from rlagent.tools.statusfile import append_entry, entry_marker
+from rlagent.models.state import CheckinState, UnwrittenEntry, typed_node
+from rlagent.tools.statusfile import append_entry, entry_marker, written_versions
 from rlagent.tools.textfmt import fmt, pct, sparkline
 
 STATUS_FILE = "STATUS.md"
@@ -35,7 +37,7 @@ EVIDENCE_LIMIT = 4
 @dataclass(frozen=True)
 class WriterDeps:
     run_key: str
-    """Stable id of the run (also the checkpointer thread), part of each entry's id."""
+    """Stable id of the run as this state home knows it, part of each entry's id."""
     write: bool = True
 
 
@@ -81,26 +83,74 @@ def make_writer(deps: WriterDeps) -> Callable[[CheckinState], dict]:
 def write(state: CheckinState, deps: WriterDeps) -> dict:
     obs = state.out.observation
     assert obs is not None, "the collector runs before the writer"
-    marker = entry_marker(deps.run_key, state.checkin)
-    entry = render_entry(state, obs, marker)
-    written = False
-    if deps.write:
-        path = Path(state.run.run_dir) / STATUS_FILE
+    digest = entry_digest(state)
+    marker = entry_marker(deps.run_key, state.checkin, digest)
+    path = Path(state.run.run_dir) / STATUS_FILE
+    try:
+        earlier = written_versions(path, deps.run_key, state.checkin) if deps.write else []
+    except OSError:
+        earlier = []  # the append below meets the same problem and says it
+    shown = obs
+    if earlier and digest not in earlier:
+        shown = obs.model_copy(update={"notes": [CORRECTION.format(n=state.checkin), *obs.notes]})
+    entry = render_entry(state, shown, marker)
+    result: dict = {"written": False, "unwritten": state.memory.unwritten}
+    if deps.write and digest in earlier:
+        result["write_note"] = (
+            f"check-in #{state.checkin} was redone after rlagent stopped, and its entry, identical, "
+            "is already in STATUS.md: not appended again"
+        )
+    elif deps.write:
         text = entry
-        if state.checkin == 1:
+        if state.checkin == 1 and not earlier:
             text = render_header(state, obs, entry_marker(deps.run_key, 0)) + "\n" + entry
-        try:
-            with sigint_deferred():
-                written = append_entry(path, text, marker)
-        except OSError as exc:
-            entry = entry.replace(marker, f"- STATUS.md could not be written: {exc.strerror or exc}\n{marker}")
+        this = UnwrittenEntry(checkin=state.checkin, marker=marker, text=text)
+        result |= append_in_order(path, [*state.memory.unwritten, this])
+        if result["write_error"]:
+            entry = entry.replace(marker, f"- {result['write_error']}\n{marker}")
     return {
+        **result,
         "status_entry": entry,
-        "written": written,
         "checked_at": obs.now,
         # This check-in's events are already in `events`: not stored twice.
         "observation": obs.model_copy(update={"new_events": []}),
     }
+
+
+CORRECTION = (
+    "This entry replaces check-in #{n} above: rlagent stopped after writing it and before saving it, "
+    "and the run changed before the check-in was redone"
+)
+MAX_UNWRITTEN = 48
+"""Entries kept for a later append while STATUS.md cannot be written (two days at 1h)."""
+_LASTING = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ELOOP})
+"""Errors that waiting does not cure: the entry is not kept for a retry."""
+
+
+def append_in_order(path: Path, entries: list[UnwrittenEntry]) -> dict:
+    """Append `entries` in order (earlier unwritten ones first); the first failure stops, and
+    what is left is kept for the next check-in. Nothing half-written is ever left behind."""
+    current = entries[-1]
+    left = list(entries)
+    written = False
+    try:
+        with sigint_deferred():
+            while left:
+                appended = append_entry(path, left[0].text, left[0].marker)
+                written = appended if left[0] is current else written
+                left.pop(0)
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+        if exc.errno in _LASTING:
+            return {"written": False, "unwritten": [], "write_error": f"STATUS.md could not be written: {why}"}
+        dropped = max(0, len(left) - MAX_UNWRITTEN)
+        later = f"{len(left) - dropped} entr{'y' if len(left) - dropped == 1 else 'ies'}"
+        error = f"STATUS.md could not be written: {why}; nothing half-written was left, and {later} will be appended next time"
+        if dropped:
+            error += f" ({dropped} older one(s) dropped)"
+        return {"written": False, "unwritten": left[dropped:], "write_error": error}
+    note = None if written else f"check-in #{current.checkin}'s entry is already in STATUS.md: not appended again"
+    return {"written": written, "unwritten": [], "write_error": None, "write_note": note}
 
 
 def render_entry(state: CheckinState, obs: Observation, marker: str) -> str:

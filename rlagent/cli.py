@@ -18,6 +18,7 @@ from loguru import logger
 from rich.console import Console
 
 from rlagent.config import ConfigError, Settings, load_settings
+from rlagent.graph.store import RunLocked, StoreError
 from rlagent.models.actions import ApprovalMode
 from rlagent.tools.layout import RunNotFound, discover_run
 
@@ -133,9 +134,22 @@ def _monitor(run_dir: Path, settings: Settings, actions=None):
             probe_timeout_s=settings.probe_timeout_s,
             actions=actions,
             llm=_llm(settings),
+            lock_timeout_s=settings.seconds("lock_timeout"),
         )
     except OSError as exc:
         _fail(f"state store under {settings.home}: {exc.strerror or exc}")
+    except StoreError as exc:
+        _fail(str(exc))
+
+
+def say_write_outcome(report: dict) -> bool:
+    """An entry that was not appended is never silent: one line on stderr. True on a failure."""
+    if report.get("write_error"):
+        err.print(f"rlagent: error: check-in #{report['checkin']}: {report['write_error']}", markup=False)
+        return True
+    if report.get("write_note"):
+        err.print(f"rlagent: note: {report['write_note']}", markup=False)
+    return False
 
 
 def summary_line(report: dict) -> str:
@@ -192,8 +206,11 @@ def check(
             return
         found = monitor.pending()
         report = build_report(state, found[1] if found else None)
+        failed = say_write_outcome(report)
         if as_json:
             sys.stdout.write(json.dumps(report, indent=2) + "\n")
+            if failed:
+                raise typer.Exit(1)
             return
         out.print(summary_line(report))
         if report["picked_from"]:
@@ -202,6 +219,8 @@ def check(
         out.print(report["status_entry"], markup=False)
         if found:
             offer(monitor, timeout_s=settings.seconds("approval_timeout"), interactive=ask, where="rlagent check")
+        if failed:
+            raise typer.Exit(1)
     finally:
         monitor.close()
 
@@ -248,6 +267,7 @@ def run(
     interval = settings.cadence_seconds
     out.print(f"watching {monitor.run.run_dir} every {settings.cadence} (Ctrl-C to stop)")
     done = 0
+    failed = False
     started = time.monotonic()
     try:
         while True:
@@ -255,14 +275,20 @@ def run(
             try:
                 report = build_report(monitor.check_in())
                 out.print(summary_line(report))
+                failed = say_write_outcome(report)
             except DecisionPending as exc:
                 # No check-in while a person may still answer: a new one would drop the decision.
                 out.print(f"check-in skipped: {exc}", markup=False)
                 fresh = False
+            except RunLocked as exc:
+                err.print(f"rlagent: check-in skipped: {exc}", markup=False)
+                fresh, failed = False, True
             if (fresh or ask) and monitor.pending():
                 offer(monitor, timeout_s=settings.seconds("approval_timeout"), interactive=ask, where="rlagent run")
             done += 1
             if settings.max_checks is not None and done >= settings.max_checks:
+                if failed:  # the last check-in could not be written (or made): not a success
+                    raise typer.Exit(1)
                 break
             next_at = started + done * interval
             time.sleep(max(0.0, next_at - time.monotonic()))
@@ -297,3 +323,6 @@ def main() -> None:
     except KeyboardInterrupt:
         err.print("stopped (Ctrl-C)")
         sys.exit(130)
+    except (StoreError, RunLocked) as exc:  # from any command: one line, never a traceback
+        err.print(f"rlagent: error: {exc}", markup=False)
+        sys.exit(2)
