@@ -220,6 +220,7 @@ class LaunchSource(StrEnum):
     CONFIG = "config"
     WANDB_ARGS = "wandb_args"
     LAUNCHER_PANE = "launcher_pane"
+    """A guess read from the Launcher pane, shown to a person to confirm; never a plan's source."""
     SBATCH = "sbatch"
 
 
