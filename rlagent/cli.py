@@ -22,6 +22,7 @@ from rlagent.commands.replay import replay
 from rlagent.commands.run import run
 from rlagent.commands.simulate import simulate
 from rlagent.commands.status import status
+from rlagent.graph.store import RunLocked, StoreError
 
 app = typer.Typer(
     help="rlagent watches an RL training run of prime-rl, verl, TRL or OpenRLHF: it reads configs, logs, metrics and rollouts, "
@@ -48,3 +49,6 @@ def main() -> None:
     except KeyboardInterrupt:
         err.print("stopped (Ctrl-C)")
         sys.exit(130)
+    except (StoreError, RunLocked) as exc:  # from any command: one line, never a traceback
+        err.print(f"rlagent: error: {exc}", markup=False)
+        sys.exit(2)

@@ -19,7 +19,7 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "runs"
 ENTRY = re.compile(
     r"^## \d{4}-\d\d-\d\d \d\d:\d\d UTC\n\*\*Step\*\*: \d+ / \d+\n\*\*Health\*\*: (Healthy|Degraded|Down)\n"
     r"\*\*Progress\*\*: .+\n\*\*Stability\*\*: .+\n\*\*Performance\*\*: .+\n(\*\*Notes\*\*:\n(.+\n)+)?"
-    r"<!-- rlagent:checkin [\w.-]+#\d+ -->$"
+    r"<!-- rlagent:checkin (?:[0-9a-f]+ )?[\w.-]+#\d+ -->$"
 )
 
 

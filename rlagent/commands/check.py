@@ -23,6 +23,7 @@ from rlagent.commands.common import (
     VerboseOpt,
     open_monitor,
     out,
+    say_write_outcome,
     setup_logging,
     summary_line,
     watch_settings,
@@ -69,8 +70,11 @@ def check(
             return
         found = monitor.pending()
         report = build_report(state, found[1] if found else None)
+        failed = say_write_outcome(report)
         if as_json:
             sys.stdout.write(json.dumps(report, indent=2) + "\n")
+            if failed:
+                raise typer.Exit(1)
             return
         out.print(summary_line(report))
         if report["picked_from"]:
@@ -79,5 +83,7 @@ def check(
         out.print(report["status_entry"], markup=False)
         if found:
             offer(monitor, timeout_s=settings.seconds("approval_timeout"), interactive=ask, where="rlagent check")
+        if failed:
+            raise typer.Exit(1)
     finally:
         monitor.close()

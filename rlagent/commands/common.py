@@ -15,6 +15,7 @@ from loguru import logger
 from rich.console import Console
 
 from rlagent.config import ConfigError, Settings, load_settings
+from rlagent.graph.store import StoreError
 from rlagent.models.actions import ApprovalMode
 from rlagent.tools.layout import RunNotFound, discover_run
 
@@ -147,9 +148,22 @@ def open_monitor(run_dir: Path, settings: Settings, actions=None, framework: str
             probe_timeout_s=settings.probe_timeout_s,
             actions=actions,
             llm=llm_runtime(settings),
+            lock_timeout_s=settings.seconds("lock_timeout"),
         )
     except OSError as exc:
         fail(f"state store under {settings.home}: {exc.strerror or exc}")
+    except StoreError as exc:
+        fail(str(exc))
+
+
+def say_write_outcome(report: dict) -> bool:
+    """An entry that was not appended is never silent: one line on stderr. True on a failure."""
+    if report.get("write_error"):
+        err.print(f"rlagent: error: check-in #{report['checkin']}: {report['write_error']}", markup=False)
+        return True
+    if report.get("write_note"):
+        err.print(f"rlagent: note: {report['write_note']}", markup=False)
+    return False
 
 
 def summary_line(report: dict) -> str:

@@ -20,6 +20,14 @@ from rlagent.models.observation import FileCursor, LogEvent, MetricHistory, Obse
 from rlagent.models.run import Health, RunConfig, RunInfo
 
 
+class UnwrittenEntry(BaseModel):
+    """A STATUS.md entry that could not be appended (a full disk): appended, in order, next time."""
+
+    checkin: int
+    marker: str
+    text: str
+
+
 class RunMemory(BaseModel):
     """What a run remembers between check-ins."""
 
@@ -50,6 +58,8 @@ class RunMemory(BaseModel):
     """Commands rlagent sent to this run (restart budget, loop detection)."""
     llm_log: list[LLMRecord] = Field(default_factory=list)
     """Every check-in's LLM record (bounded): the run's token history and the daily cost cap."""
+    unwritten: list[UnwrittenEntry] = Field(default_factory=list)
+    """Entries a failed write left out of STATUS.md, oldest first (bounded); retried before the next."""
 
 
 class CheckinOutput(BaseModel):
@@ -70,6 +80,10 @@ class CheckinOutput(BaseModel):
     """This check-in's use of Claude (status, tokens, cost, its notes); None before the diagnostician."""
     status_entry: str = ""
     written: bool = False
+    write_error: str | None = None
+    """Why STATUS.md could not be written (a full disk, no permission): a failure, said to the user."""
+    write_note: str | None = None
+    """Why an entry was not appended although writing was on (it is there already): said, not failed."""
     checked_at: datetime | None = None
 
 
