@@ -13,7 +13,7 @@ test: ## Run the test suite (network blocked, cassettes replayed)
 	$(PYTHON) -m pytest
 
 test-nightly: ## The robustness suites at nightly size (240 SIGKILLs, ~11,000 fuzz cases; full disk needs root)
-	RLAGENT_NIGHTLY=1 $(PYTHON) -m pytest tests/test_crash_injection.py tests/test_fuzz_readers.py tests/test_full_disk.py tests/test_injection.py
+	RLAGENT_NIGHTLY=1 $(PYTHON) -m pytest tests/test_crash_injection.py tests/test_fuzz_readers.py tests/test_fuzz_frameworks.py tests/test_full_disk.py tests/test_injection.py
 
 lint: ## ruff lint and format check
 	$(PYTHON) -m ruff check .

@@ -86,20 +86,30 @@ def make_hazard(path: Path, kind: str, outside: Path) -> None:
         path.parent.chmod(0)
 
 
+class Hang(Exception):
+    """A bounded step took too long. Not an OSError (TimeoutError is one): a reader's
+    `except OSError` must not swallow it and go on to block on the next FIFO."""
+
+
 @contextlib.contextmanager
 def bounded(seconds: float, what: str = "a check-in") -> Iterator[None]:
-    """Fail (TimeoutError) instead of hanging: a FIFO opened for reading blocks forever."""
+    """Fail (Hang) instead of hanging: a FIFO opened for reading blocks forever. The alarm
+    repeats every second after the first, and a swallowed one still fails the block."""
+    fired: list[bool] = []
 
     def expired(signum, frame):
-        raise TimeoutError(f"{what} took more than {seconds} s (a hang)")
+        fired.append(True)
+        raise Hang(f"{what} took more than {seconds} s (a hang)")
 
     old = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+    if fired:
+        raise Hang(f"{what} took more than {seconds} s (a hang; a reader swallowed the alarm)")
 
 
 class VanishingReads:
