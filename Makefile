@@ -4,13 +4,16 @@
 PYTHON ?= $(shell [ -x .venv/bin/python ] && echo .venv/bin/python || echo python)
 CASSETTE_TESTS := tests/test_llm_cassettes.py
 
-.PHONY: help test lint format record-cassettes record-cassettes-stub
+.PHONY: help test test-nightly lint format record-cassettes record-cassettes-stub
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-24s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 test: ## Run the test suite (network blocked, cassettes replayed)
 	$(PYTHON) -m pytest
+
+test-nightly: ## The robustness suites at nightly size (240 SIGKILLs, ~11,000 fuzz cases; full disk needs root)
+	RLAGENT_NIGHTLY=1 $(PYTHON) -m pytest tests/test_crash_injection.py tests/test_fuzz_readers.py tests/test_fuzz_frameworks.py tests/test_full_disk.py tests/test_injection.py
 
 lint: ## ruff lint and format check
 	$(PYTHON) -m ruff check .

@@ -25,7 +25,7 @@ from rlagent.models.observation import (
 )
 from rlagent.models.run import Framework, Layout, RunInfo
 from rlagent.models.state import CheckinState, typed_node
-from rlagent.tools import hostprobes, multinode
+from rlagent.tools import hostprobes, multinode, safefs
 from rlagent.tools.adapters import adapter_for
 from rlagent.tools.adapters.base import FileRead
 from rlagent.tools.adapters.common import degenerate
@@ -98,7 +98,7 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
         _merge_file(reading, file_read)
     if prime:
         for rel, cursor in state.memory.cursors.items():
-            if rel not in reading.cursors and rel != METRICS_REL and Path(run_dir, rel).exists() and attempt is None:
+            if rel not in reading.cursors and rel != METRICS_REL and attempt is None and safefs.exists(Path(run_dir, rel)):
                 reading.cursors[rel] = cursor  # a file not listed this time but still there (kept for L)
     tree = _read_tree(reading, state, run_dir, deps.tz) if prime else None
     rollout_stats_step = _read_l_rollout_stats(reading.history, state, adapter) if prime else state.memory.rollout_stats_step
@@ -134,7 +134,7 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
         rollouts_step=samples.step,
         rollouts_per_step=samples.count or None,
         sample_stats=samples.stats,
-        checkpoints=adapter.checkpoints(run_dir, layout) if prime else adapter.checkpoints(run_dir),
+        checkpoints=adapter.checkpoints(run_dir, layout, notes=notes) if prime else adapter.checkpoints(run_dir, notes=notes),
         live=live,
         multinode=tree,
         notes=notes,

@@ -1,7 +1,11 @@
 """The exact command for a proposal, built before review so the reviewers judge what would be sent.
 
 The launch command is looked up in a fixed order (tools.launch_source) and never guessed; when
-no source has it, the plan says so and asks the person to set `--launch-command`.
+no source has it, the plan says so and asks the person to set `--launch-command`. The Launcher
+pane's history is not a source: the training program prints into that pane too, and a printed
+line cannot be told from a typed one. A launch line seen there is only shown, in the plan's
+problem, as a guess the person may confirm by passing it as `--launch-command`; no command is
+built from it, so the reviewers never see, let alone approve, a command taken from the pane.
 """
 
 from __future__ import annotations
@@ -38,7 +42,8 @@ class PlanDeps:
     processes: ProcessProbe = field(default_factory=SystemProcesses)
     """Reads WANDB_ARGS from the run's processes' relatives."""
     open_pane: PaneOpener = open_launcher
-    """Reaches the Launcher pane, whose history may hold the launch command."""
+    """Reaches the Launcher pane, whose history may show a launch line: only ever a guess offered
+    to the person, never a source."""
 
 
 def find_launch_command(state: CheckinState, deps: PlanDeps) -> tuple[LaunchCommand | None, list[str]]:
@@ -58,16 +63,7 @@ def find_launch_command(state: CheckinState, deps: PlanDeps) -> tuple[LaunchComm
     if state.memory.launch_seen is not None:
         seen = state.memory.launch_seen
         return seen.model_copy(update={"detail": f"{seen.detail}, read while the run was alive"}), tried
-    tried.append("WANDB_ARGS: no live untitled process of the run to read it from (setproctitle hides the titled ones)")
-    if deps.live:
-        try:
-            lines = deps.open_pane(deps.target).lines()
-            found = launch_source.from_pane_history(lines, state.run.name, state.run.run_dir)
-            if found:
-                return found, tried
-            tried.append(f"{deps.target.describe()} history: no prompt line launching this run")
-        except TmuxError as exc:
-            tried.append(f"Launcher pane history: {exc}")
+    tried.append("WANDB_ARGS: no live untitled process of the run to read it from (setproctitle hides the titled ones')")
     found = launch_source.from_sbatch(Path(state.run.run_dir)) or framework_launch(state)
     if found:
         return found, tried
@@ -76,7 +72,29 @@ def find_launch_command(state: CheckinState, deps: PlanDeps) -> tuple[LaunchComm
         if state.run.framework is Framework.PRIME_RL
         else "no launch script (*.sh) in the run dir"
     )
+    if deps.live:
+        guess = pane_guess(state, deps)
+        if guess:
+            tried.append(guess)
     return None, tried
+
+
+def pane_guess(state: CheckinState, deps: PlanDeps) -> str | None:
+    """A launch line in the Launcher pane's history, offered as a guess for the person to confirm
+    (never used: the pane mixes what was typed with what the training program printed)."""
+    try:
+        lines = deps.open_pane(deps.target).lines()
+    except TmuxError:
+        return None
+    found = launch_source.from_pane_history(lines, state.run.name, state.run.run_dir)
+    if found is None:
+        return None
+    shown = command_line(found.argv).replace("`", "'")
+    shown = shown if len(shown) <= 300 else shown[:299] + "…"
+    return (
+        f"{found.detail} shows a line that may be it, {shown}, but pane text cannot be told from program output: "
+        "if it is the run's launch command, confirm it by passing it as --launch-command"
+    )
 
 
 def plan_command(state: CheckinState, deps: PlanDeps) -> CommandPlan:

@@ -43,6 +43,7 @@ def build_report(state: CheckinState, pending: ApprovalRequest | None = None) ->
         "status_entry": state.out.status_entry,
         "written": state.out.written,
         "write_error": state.out.write_error,
+        "write_note": state.out.write_note,
         "notes": obs.notes,
         "samples": [r.model_dump(mode="json") for r in obs.rollouts],
         "llm": llm_report(state.out.llm),

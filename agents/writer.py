@@ -7,6 +7,7 @@ meanwhile: Ctrl-C never leaves half an entry.
 
 from __future__ import annotations
 
+import errno
 import math
 import statistics
 from collections.abc import Callable
@@ -14,12 +15,13 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
+from rlagent.agents.entry_digest import entry_digest
 from rlagent.agents.llm.runtime import llm_line
 from rlagent.models.cluster import NodeProcesses
 from rlagent.models.findings import Finding
 from rlagent.models.observation import MetricHistory, Observation
 from rlagent.models.run import RunConfig
-from rlagent.models.state import CheckinState, typed_node
+from rlagent.models.state import CheckinState, UnwrittenEntry, typed_node
 from rlagent.tools.statusfile import StatusFile, StatusSink, entry_marker
 from rlagent.tools.templates import render
 from rlagent.tools.textfmt import fmt, pct, sparkline
@@ -31,7 +33,7 @@ EVIDENCE_LIMIT = 4
 @dataclass(frozen=True)
 class WriterDeps:
     run_key: str
-    """Stable id of the run (also the checkpointer thread), part of each entry's id."""
+    """Stable id of the run as this state home knows it, part of each entry's id."""
     write: bool = True
     status: StatusSink = field(default_factory=StatusFile)
     """Where entries are appended (the run's STATUS.md; a fake in tests)."""
@@ -47,9 +49,9 @@ def make_writer(deps: WriterDeps) -> Callable[[CheckinState], dict]:
 def write(state: CheckinState, deps: WriterDeps) -> dict:
     obs = state.out.observation
     assert obs is not None, "the collector runs before the writer"
-    marker = entry_marker(deps.run_key, state.checkin)
-    entry = render_entry(state, obs, marker)
-    written, write_error = False, None
+    digest = entry_digest(state)
+    marker = entry_marker(deps.run_key, state.checkin, digest)
+    run_dir = Path(state.run.run_dir)
     marks = alert_marks(state)
     # A recorded run re-checked with nothing new would only repeat the last entry word for word (its
     # "now" is its newest line). A replay's check-ins have their own moments: time passing is news there,
@@ -62,20 +64,33 @@ def write(state: CheckinState, deps: WriterDeps) -> dict:
         and not obs.new_attempt
         and marks == state.memory.entry_marks
     )
-    if deps.write and not unchanged:
+    writing = deps.write and not unchanged
+    try:
+        earlier = deps.status.written_versions(run_dir, deps.run_key, state.checkin) if writing else []
+    except OSError:
+        earlier = []  # the append below meets the same problem and says it
+    shown = obs
+    if earlier and digest not in earlier:
+        shown = obs.model_copy(update={"notes": [CORRECTION.format(n=state.checkin), *obs.notes]})
+    entry = render_entry(state, shown, marker)
+    result: dict = {"written": False, "unwritten": state.memory.unwritten}
+    if writing and digest in earlier:
+        result["write_note"] = (
+            f"check-in #{state.checkin} was redone after rlagent stopped, and its entry, identical, "
+            "is already in STATUS.md: not appended again"
+        )
+    elif writing:
         text = entry
-        if state.checkin == 1:
+        if state.checkin == 1 and not earlier:
             text = render_header(state, obs, entry_marker(deps.run_key, 0)) + "\n" + entry
-        try:
-            written = deps.status.append(Path(state.run.run_dir), text, marker)
-        except OSError as exc:
-            write_error = f"{Path(state.run.run_dir) / 'STATUS.md'}: {exc.strerror or exc}"
-            entry = entry.replace(marker, f"- STATUS.md could not be written: {exc.strerror or exc}\n{marker}")
+        this = UnwrittenEntry(checkin=state.checkin, marker=marker, text=text)
+        result |= append_in_order(deps.status, run_dir, [*state.memory.unwritten, this])
+        if result["write_error"]:
+            entry = entry.replace(marker, f"- {result['write_error']}\n{marker}")
     return {
+        **result,
         "status_entry": entry,
-        "written": written,
-        "entry_marks": marks if written else state.memory.entry_marks,
-        "write_error": write_error,
+        "entry_marks": marks if result["written"] else state.memory.entry_marks,
         "checked_at": obs.now,
         # This check-in's events are already in `events`: not stored twice.
         "observation": obs.model_copy(update={"new_events": []}),
@@ -85,6 +100,41 @@ def write(state: CheckinState, deps: WriterDeps) -> dict:
 def alert_marks(state: CheckinState) -> dict[str, str]:
     """Finding id -> its silence or acknowledgement mark in the entry (`rlagent watch`, `silence`, `ack`)."""
     return {f.id: mark for f in state.out.findings if (mark := state.alerts.mark(f.id))}
+
+
+CORRECTION = (
+    "This entry replaces check-in #{n} above: rlagent stopped after writing it and before saving it, "
+    "and the run changed before the check-in was redone"
+)
+MAX_UNWRITTEN = 48
+"""Entries kept for a later append while STATUS.md cannot be written (two days at 1h)."""
+_LASTING = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ELOOP})
+"""Errors that waiting does not cure: the entry is not kept for a retry."""
+
+
+def append_in_order(status: StatusSink, run_dir: Path, entries: list[UnwrittenEntry]) -> dict:
+    """Append `entries` in order (earlier unwritten ones first); the first failure stops, and
+    what is left is kept for the next check-in. Nothing half-written is ever left behind."""
+    current = entries[-1]
+    left = list(entries)
+    written = False
+    try:
+        while left:
+            appended = status.append(run_dir, left[0].text, left[0].marker)
+            written = appended if left[0] is current else written
+            left.pop(0)
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+        if exc.errno in _LASTING:
+            return {"written": False, "unwritten": [], "write_error": f"STATUS.md could not be written: {why}"}
+        dropped = max(0, len(left) - MAX_UNWRITTEN)
+        later = f"{len(left) - dropped} entr{'y' if len(left) - dropped == 1 else 'ies'}"
+        error = f"STATUS.md could not be written: {why}; nothing half-written was left, and {later} will be appended next time"
+        if dropped:
+            error += f" ({dropped} older one(s) dropped)"
+        return {"written": False, "unwritten": left[dropped:], "write_error": error}
+    note = None if written else f"check-in #{current.checkin}'s entry is already in STATUS.md: not appended again"
+    return {"written": written, "unwritten": [], "write_error": None, "write_note": note}
 
 
 def render_entry(state: CheckinState, obs: Observation, marker: str) -> str:

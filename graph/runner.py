@@ -34,7 +34,16 @@ from rlagent.agents.rules.thresholds import Thresholds
 from rlagent.agents.writer import WriterDeps, make_writer
 from rlagent.graph.alerts import AlertBook, Recorded
 from rlagent.graph.build import Nodes, build_graph
-from rlagent.graph.store import connect, prune_checkpoints, run_key, run_lock, state_dir
+from rlagent.graph.store import (
+    LOCK_TIMEOUT_S,
+    connect,
+    prune_checkpoints,
+    run_key,
+    run_lock,
+    state_dir,
+    store_errors,
+    store_id,
+)
 from rlagent.models.actions import ApprovalMode, ApprovalRequest, Decision, Gate, TmuxTarget
 from rlagent.models.run import RunInfo
 from rlagent.models.state import CheckinOutput, CheckinState
@@ -117,6 +126,7 @@ class CannotSend(Exception):
 class Monitor:
     """Check-ins of one run; holds the compiled graph and the store connection between them."""
 
+    @store_errors
     def __init__(
         self,
         run: RunInfo,
@@ -132,12 +142,16 @@ class Monitor:
         actions: ActionConfig | None = None,
         llm: LLMRuntime | None = None,
         retire_finished: bool = False,
+        lock_timeout_s: float = LOCK_TIMEOUT_S,
     ) -> None:
         from langgraph.checkpoint.sqlite import SqliteSaver  # heavy: imported only when checking in
 
         self.run = run
         self.key = run_key(run.run_dir)
         self.dir = state_dir(home, self.key)
+        self.lock_timeout_s = lock_timeout_s
+        self.entry_key = f"{self.key}.{store_id(self.dir)}"
+        """Names this home's STATUS.md entries: unique across state homes (the thread id is not)."""
         self.conn = connect(self.dir / "state.db")
         if not write:  # a preview: check in on a copy, so no check-in number, offset or finding is used up
             preview = sqlite3.connect(":memory:", check_same_thread=False)
@@ -159,7 +173,7 @@ class Monitor:
             http_get=effects.http_get,
             cluster=effects.cluster,
         )
-        self._writer_deps = WriterDeps(run_key=self.key, write=write, status=effects.status)
+        self._writer_deps = WriterDeps(run_key=self.entry_key, write=write, status=effects.status)
         self.actions = actions or ActionConfig()
         self.gate = self._gate(offline)
         thresholds = thresholds or Thresholds()
@@ -182,7 +196,7 @@ class Monitor:
             launcher=make_launcher(
                 LauncherDeps(
                     journal_dir=self.dir,
-                    run_key=self.key,
+                    run_key=self.entry_key,
                     clock=effects.clock,
                     verify_timeout_s=self.actions.verify_timeout_s,
                     verify_poll_s=self.actions.verify_poll_s,
@@ -217,20 +231,23 @@ class Monitor:
             return Gate(mode=ApprovalMode.NEVER, expiry_s=expiry, why_not="observe only (--approve never)")
         return Gate(mode=ApprovalMode.ASK, expiry_s=expiry)
 
+    @store_errors
     def state(self) -> CheckinState | None:
         values = self.graph.get_state(self.config).values
         return CheckinState.model_validate(values) if values else None
 
+    @store_errors
     def pending(self) -> tuple[str, ApprovalRequest] | None:
         """(interrupt id, request) of the decision this run waits for, if any."""
         for pending in self.graph.get_state(self.config).interrupts:
             return pending.id, ApprovalRequest.model_validate(pending.value)
         return None
 
+    @store_errors
     def decide(self, approved: bool, by: str, request_id: str, how: str = "prompt") -> CheckinState:
         """Answer the pending decision `request_id` (the one the person saw). Yes sends the command
         and verifies it (bounded), then appends the follow-up entry; No closes it."""
-        with run_lock(self.dir):
+        with run_lock(self.dir, self.lock_timeout_s, "answering a pending decision"):
             found = self.pending()
             if found is None:
                 raise NothingPending("no decision is pending for this run (answered elsewhere, or expired)")
@@ -251,9 +268,10 @@ class Monitor:
         except TmuxError as exc:
             raise CannotSend(f"{exc}; nothing sent, the decision is still pending") from exc
 
+    @store_errors
     def expire_if_due(self) -> CheckinState | None:
         """Close a pending decision whose time is up (as No; nothing sent); the state if it did."""
-        with run_lock(self.dir):
+        with run_lock(self.dir, self.lock_timeout_s, "closing an expired decision"):
             found = self.pending()
             if found is None or self.clock.now() < found[1].expires_at:
                 return None
@@ -282,10 +300,11 @@ class Monitor:
         else:
             raise DecisionPending(request_id, request)
 
+    @store_errors
     def check_in(self, now: datetime | None = None) -> CheckinState:
         """Run one check-in; `now` fixes the time of an offline check-in (replays)."""
         started = time.perf_counter()
-        with run_lock(self.dir):
+        with run_lock(self.dir, self.lock_timeout_s, "a check-in"):
             if self._head() != self._known_head:  # first check-in of this process, or another monitor wrote
                 self._finish_interrupted()
                 self._known_checkin = int((self.graph.get_state(self.config).values or {}).get("checkin", 0))

@@ -58,7 +58,8 @@ class Settings(BaseSettings):
     """tmux server socket name (`tmux -L NAME`); default: the default server."""
     launch_command: str | None = None
     """The run's own launch command (e.g. `uv run rl @ rl.toml --run.name x`), when rlagent cannot
-    find it (WANDB_ARGS of the run's processes, the Launcher pane, rl.sbatch). Never guessed."""
+    find it (WANDB_ARGS of the run's processes, rl.sbatch). Never guessed; never read from the
+    Launcher pane, whose history mixes typed commands with what the program printed."""
     approval_timeout: str = "10m"
     """How long the terminal prompt waits; no answer counts as No and the decision stays pending."""
     decision_expiry: str = "2h"
@@ -67,6 +68,8 @@ class Settings(BaseSettings):
     """How long a sent restart has to show the run back (processes, new attempt, step advancing)."""
     max_restarts_per_day: int = Field(3, ge=0)
     """The safety officer rejects a restart once this many were sent to the run in 24 h."""
+    lock_timeout: str = "1m"
+    """How long a check-in waits while another rlagent holds the run's lock (it says who), then gives up."""
 
     # --- Claude (optional: the rules alone are complete and safe) ------------------------------
     llm: LLMSettings = Field(default_factory=LLMSettings)
@@ -85,7 +88,7 @@ class Settings(BaseSettings):
         parse_cadence(value)
         return value
 
-    @field_validator("approval_timeout", "decision_expiry", "verify_timeout")
+    @field_validator("approval_timeout", "decision_expiry", "verify_timeout", "lock_timeout")
     @classmethod
     def _duration_parses(cls, value: str) -> str:
         parse_cadence(value)
@@ -116,7 +119,7 @@ class Settings(BaseSettings):
         return parse_cadence(self.cadence)
 
     def seconds(self, name: str) -> int:
-        """A duration setting (`approval_timeout`, `decision_expiry`, `verify_timeout`) in seconds."""
+        """A duration setting (`approval_timeout`, `decision_expiry`, `verify_timeout`, `lock_timeout`) in seconds."""
         return parse_cadence(getattr(self, name))
 
 

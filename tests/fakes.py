@@ -14,6 +14,7 @@ The LLM client's fake is `tools.llm.client.ScriptedClient`, next to its protocol
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -64,6 +65,10 @@ class MemoryStatus:
             return False
         entries.append(text)
         return True
+
+    def written_versions(self, run_dir: Path, key: str, checkin: int) -> list[str]:
+        wanted = re.compile(rf"^<!-- rlagent:checkin (?:([0-9a-f]+) )?{re.escape(key)}#{checkin} -->$", re.M)
+        return [m.group(1) or "" for entry in self.entries.get(Path(run_dir), []) for m in wanted.finditer(entry)]
 
     def text(self, run_dir: Path) -> str:
         return "\n\n".join(self.entries.get(Path(run_dir), []))

@@ -20,7 +20,7 @@ ENTRY = re.compile(
     # each field line but the last ends with two spaces (a Markdown hard line break)
     r"^## \d{4}-\d\d-\d\d \d\d:\d\d UTC\n\*\*Step\*\*: \d+ / \d+  \n\*\*Health\*\*: (Healthy|Degraded|Down)  \n"
     r"\*\*Progress\*\*: .+  \n\*\*Stability\*\*: .+  \n\*\*Performance\*\*: .+?(  \n\*\*Notes\*\*:\n(.+\n)+|\n)"
-    r"<!-- rlagent:checkin [\w.-]+#\d+ -->$"
+    r"<!-- rlagent:checkin (?:[0-9a-f]+ )?[\w.-]+#\d+ -->$"
 )
 
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 
 import pytest
-from wandbkit import frame, history_record
 
 from rlagent.tools.frameworks.wandb_offline import BLOCK, HEADER, offline_runs, read_wandb_file, records
+
+from wandbkit import frame, history_record
 
 # history of step 2: _runtime, _step=2, critic/score/mean=0.2, actor/entropy=NaN, training/global_step=2, flag=true,
 # big=1, _timestamp; HistoryRecord.step.num=2; Record.num=14

@@ -304,7 +304,7 @@ def test_a_status_file_that_cannot_be_written_is_an_error(tmp_path):
     run = crashed_h_run(tmp_path)
     (run.dir / "STATUS.md").mkdir()
     done = rlagent("run", str(run.dir), "--offline", "--max-checks", "1", "--home", str(tmp_path / "home"))
-    assert done.returncode == 1 and "rlagent: error: cannot write" in done.stderr and "STATUS.md" in done.stderr
+    assert done.returncode == 1 and "rlagent: error: check-in #1: STATUS.md could not be written" in done.stderr
     check = rlagent("check", str(run.dir), "--offline", "--json", "--home", str(tmp_path / "home2"))
     assert check.returncode == 1 and json.loads(check.stdout)["write_error"]
 

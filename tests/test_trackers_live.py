@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 from tensorboard.compat.proto import event_pb2, summary_pb2
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
-from wandbkit import frame, history_record
 
 from rlagent.tools.adapters import adapter_for, discover
 from rlagent.tools.adapters.trackers import MAX_RECORD, read_trackers, tracker_files
+
+from wandbkit import frame, history_record
 
 FIXTURES = Path(__file__).resolve().parents[1] / "evals" / "fixtures"
 

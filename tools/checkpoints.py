@@ -12,27 +12,29 @@ import re
 from pathlib import Path
 
 from rlagent.models.run import Layout
+from rlagent.tools.bounds import STEP_DIGITS
+from rlagent.tools.safefs import is_dir, is_file, list_dir
 
-_STEP_DIR = re.compile(r"^step_(\d+)$")
-
-
-def _steps(base: Path) -> dict[int, Path]:
-    if not base.is_dir():
-        return {}
-    return {int(m.group(1)): d for d in base.iterdir() if (m := _STEP_DIR.match(d.name)) and d.is_dir()}
+_STEP_DIR = re.compile(rf"^step_({STEP_DIGITS})$")
 
 
-def checkpoint_parts(run_dir: Path, layout: Layout, newest: int = 3) -> dict[int, list[str]]:
-    """The newest `newest` checkpoint steps -> the parts present (`trainer`, `orchestrator`)."""
-    trainer_dirs = _steps(run_dir / "checkpoints")
+def _steps(base: Path, notes: list[str] | None, root: Path) -> dict[int, Path]:
+    return {int(m.group(1)): d for d in list_dir(base, notes, root) if (m := _STEP_DIR.match(d.name)) and is_dir(d, notes, root)}
+
+
+def checkpoint_parts(run_dir: Path, layout: Layout, newest: int = 3, notes: list[str] | None = None) -> dict[int, list[str]]:
+    """The newest `newest` checkpoint steps -> the parts present (`trainer`, `orchestrator`).
+
+    A directory that cannot be read counts as absent, and becomes one of `notes` when given."""
+    trainer_dirs = _steps(run_dir / "checkpoints", notes, run_dir)
     orch_base = run_dir / ("checkpoints" if layout is Layout.H else "run_default/checkpoints")
-    orch_dirs = _steps(orch_base)
+    orch_dirs = trainer_dirs if orch_base == run_dir / "checkpoints" else _steps(orch_base, notes, run_dir)
     parts: dict[int, list[str]] = {}
     for step in sorted(set(trainer_dirs) | set(orch_dirs), reverse=True)[:newest]:
         present = []
-        if step in trainer_dirs and (trainer_dirs[step] / "trainer" / ".metadata").is_file():
+        if step in trainer_dirs and is_file(trainer_dirs[step] / "trainer" / ".metadata", notes, run_dir):
             present.append("trainer")
-        if step in orch_dirs and (orch_dirs[step] / "orchestrator" / "progress.pt").is_file():
+        if step in orch_dirs and is_file(orch_dirs[step] / "orchestrator" / "progress.pt", notes, run_dir):
             present.append("orchestrator")
         parts[step] = present
     return parts

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from rlagent.models.run import Layout, RunConfig
+from rlagent.tools import safefs
+from rlagent.tools.bounds import bounded_int
 
 # Candidate key paths per setting, first hit wins; files are read in this order.
 _FILES = {
@@ -36,6 +38,7 @@ _PATHS: dict[str, tuple[str, ...]] = {
 
 
 _CASTS = {"model": str, "temperature": float}
+MAX_CONFIG_BYTES = 16 << 20
 
 
 def read_run_config(run_dir: Path, layout: Layout) -> RunConfig:
@@ -43,19 +46,22 @@ def read_run_config(run_dir: Path, layout: Layout) -> RunConfig:
     config = RunConfig()
     docs: list[dict[str, Any]] = []
     configs_dir = run_dir / "configs"
+    present = {p.name for p in safefs.list_dir(configs_dir, config.problems, run_dir)}
     for name in _FILES[layout]:
-        path = configs_dir / name
-        if not path.exists():
+        if name not in present:
             continue
         rel = f"configs/{name}"
         try:
-            raw = path.read_bytes()
+            raw = safefs.read_regular(configs_dir / name, run_dir, MAX_CONFIG_BYTES)
             doc = json.loads(raw) if layout is Layout.H else tomllib.loads(raw.decode("utf-8"))
         except (ValueError, UnicodeDecodeError) as exc:
             config.problems.append(f"{rel}: malformed {'JSON' if layout is Layout.H else 'TOML'} ({_short(exc)})")
             continue
+        except RecursionError:
+            config.problems.append(f"{rel}: nested too deeply to read")
+            continue
         except OSError as exc:
-            config.problems.append(f"{rel}: unreadable ({exc.strerror})")
+            config.problems.append(f"{rel}: unreadable ({safefs.reason(exc)})")
             continue
         if not isinstance(doc, dict):
             config.problems.append(f"{rel}: expected an object at the top level")
@@ -69,8 +75,8 @@ def read_run_config(run_dir: Path, layout: Layout) -> RunConfig:
         if value is None:
             continue
         try:
-            setattr(config, field, _CASTS.get(field, int)(value))
-        except (TypeError, ValueError):
+            setattr(config, field, _CASTS.get(field, bounded_int)(value))
+        except (TypeError, ValueError, OverflowError):
             config.problems.append(f"config {field}={value!r} is not a number")
     config.envs = _envs(docs)
     config.inference_url = _inference_url(docs)

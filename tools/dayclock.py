@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
+from rlagent.tools.bounds import clamp_time
+
 _HALF_DAY = 12 * 3600
 
 
@@ -26,9 +28,31 @@ def date_points(
     mtime: float,
     tz: tzinfo,
 ) -> dict[int, datetime]:
-    """Map (line_no, local seconds of day) points, in line order, to aware UTC datetimes."""
-    if not points:
-        return {}
+    """Map (line_no, local seconds of day) points, in line order, to aware UTC datetimes.
+
+    A point that is no time of day (`99:99:99` in junk) takes the date of the real one before it
+    (or after it, or the previous read's last), so it neither breaks nor moves the dating; a junk
+    mtime is clamped."""
+    mtime = clamp_time(mtime)
+    valid = [p for p in points if 0 <= p[1] < 86400]
+    dated = _date_valid(valid, previous=previous, mtime=mtime, tz=tz) if valid else {}
+    if len(valid) == len(points):
+        return dated
+    nearest = dated[valid[0][0]] if valid else previous or datetime.fromtimestamp(mtime, UTC)
+    out: dict[int, datetime] = {}
+    for line_no, _ in points:
+        nearest = dated.get(line_no, nearest)
+        out[line_no] = nearest
+    return out
+
+
+def _date_valid(
+    points: list[tuple[int, int]],
+    *,
+    previous: datetime | None,
+    mtime: float,
+    tz: tzinfo,
+) -> dict[int, datetime]:
     day_index: list[int] = []
     day = 0
     last = None if previous is None else _seconds(previous.astimezone(tz))

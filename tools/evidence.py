@@ -18,9 +18,12 @@ from rlagent.tools.steplines import StepLine, parse_step_line
 
 def inside(run_dir: Path, rel: str) -> Path | None:
     """`run_dir/rel` if it stays inside the run dir (a claim cannot point elsewhere)."""
-    root = run_dir.resolve()
-    path = (root / rel).resolve()
-    return path if path.is_relative_to(root) and path.is_file() else None
+    try:
+        root = run_dir.resolve()
+        path = (root / rel).resolve()
+        return path if path.is_relative_to(root) and path.is_file() else None
+    except (OSError, RuntimeError):  # a symlink loop (RuntimeError in Python 3.11), an unreadable dir
+        return None
 
 
 def line_at(path: Path, number: int) -> str | None:

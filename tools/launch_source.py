@@ -2,13 +2,16 @@
 
 In order of trust (the caller tries them in this order):
 1. a person's `--launch-command` / config `launch_command` (parsed in tools.launch_command);
-2. `WANDB_ARGS` (JSON of the launcher's `sys.argv`) in the environment of the run's children.
-   setproctitle zeroes /proc/PID/environ of every titled `PRIME-RL::*` process, so it is read
-   from untitled relatives (torchrun above the Trainer); only while the run is alive;
-3. the Launcher pane's history: the newest shell-prompt line that starts prime-rl's `rl` and names
-   this run. The pane also shows program output (model text), so a line qualifies only if it is
-   one simple command of the `rl` program that mentions the run's name or dir;
-4. SLURM: the `rl @ ...` line of `{run_dir}/rl.sbatch`.
+2. `WANDB_ARGS` (JSON of the launcher's `sys.argv`: the launcher process's own argv) in the
+   environment of the run's children. setproctitle zeroes /proc/PID/environ of every titled
+   `PRIME-RL::*` process, so it is read from untitled relatives (torchrun above the Trainer);
+   only while the run is alive;
+3. SLURM: the `rl @ ...` line of `{run_dir}/rl.sbatch`.
+
+Not a source: the Launcher pane's history. The pane also shows what the training program prints
+(model text), and a printed `user@host:~$ uv run rl ...` line looks exactly like a typed one.
+`from_pane_history` finds such a line only so that it can be shown to a person as a guess to
+confirm (agents.command_plan); a command is never built from it.
 """
 
 from __future__ import annotations
@@ -89,7 +92,8 @@ def from_processes(pids: list[int]) -> LaunchCommand | None:
 
 
 def from_pane_history(lines: list[str], run_name: str, run_dir: str) -> LaunchCommand | None:
-    """The newest prompt line in the Launcher pane that launched this run."""
+    """The newest prompt line in the Launcher pane that seems to have launched this run: a guess
+    for a person to confirm, never a launch command by itself (see the module docstring)."""
     for number in range(len(lines) - 1, -1, -1):
         match = _PROMPT.match(lines[number].rstrip())
         if not match or _LOG_RECORD.match(lines[number]):

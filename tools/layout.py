@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from rlagent.models.run import Layout, RunInfo
+from rlagent.tools.safefs import check_inside, is_file, list_dir, reason
 
 
 class RunNotFound(Exception):
@@ -14,10 +15,15 @@ class RunNotFound(Exception):
 
 def _looks_like_run(path: Path) -> Layout | None:
     configs, logs = path / "configs", path / "logs"
-    if (logs / "latest").is_symlink() or any(logs.glob("attempt_*")) or any(configs.glob("*.json")):
-        return Layout.H
-    if any(configs.glob("*.toml")) or any(logs.glob("*.log")) or (path / "run_default").is_dir():
-        return Layout.L
+    try:
+        if (logs / "latest").is_symlink() or any(logs.glob("attempt_*")) or any(configs.glob("*.json")):
+            return Layout.H
+        if any(configs.glob("*.toml")) or any(logs.glob("*.log")) or (path / "run_default").is_dir():
+            return Layout.L
+    except OSError:  # an unreadable logs/ or configs/: judged by what else is there
+        names = {p.name for p in list_dir(path)}
+        if "configs" in names or "logs" in names:
+            return Layout.L if "run_default" in names else Layout.H
     return None
 
 
@@ -67,15 +73,24 @@ def _activity_time(run: Path) -> float:
     return max(times)
 
 
-def current_attempt(run_dir: Path) -> str | None:
-    """H: the attempt `logs/latest` points to now (re-resolved every check-in)."""
-    latest = run_dir / "logs" / "latest"
-    if latest.is_symlink() or latest.is_dir():
+def current_attempt(run_dir: Path, notes: list[str] | None = None) -> str | None:
+    """H: the attempt `logs/latest` points to now (re-resolved every check-in).
+
+    A `latest` that loops or leads out of `logs/` is a note, and the newest `attempt_N` is read
+    instead; one that points to nothing (yet) is no attempt, as before."""
+    logs = run_dir / "logs"
+    latest = logs / "latest"
+    entries = list_dir(logs, notes, run_dir)
+    if latest in entries:
         try:
-            return latest.resolve(strict=True).name
-        except OSError:
+            return check_inside(latest, logs).name
+        except FileNotFoundError:
             return None
-    attempts = sorted(run_dir.glob("logs/attempt_*"), key=lambda p: _attempt_number(p.name))
+        except OSError as exc:
+            note = f"logs/latest cannot be followed ({reason(exc)}); reading the newest logs/attempt_N"
+            if notes is not None and note not in notes:  # asked twice per check-in (attempt, then files)
+                notes.append(note)
+    attempts = sorted((p for p in entries if p.name.startswith("attempt_")), key=lambda p: _attempt_number(p.name))
     return attempts[-1].name if attempts else None
 
 
@@ -84,24 +99,29 @@ def _attempt_number(name: str) -> int:
     return int(tail) if tail.isdigit() else -1
 
 
-def log_files(run_dir: Path, layout: Layout) -> list[Path]:
-    """The log files a check-in reads, with resolved (symlink-free) attempt paths for H."""
+def log_files(run_dir: Path, layout: Layout, notes: list[str] | None = None) -> list[Path]:
+    """The log files a check-in reads, with resolved (symlink-free) attempt paths for H.
+
+    An unreadable log directory, or a log file that cannot be looked at, is one of `notes`."""
     files: list[Path] = []
     if layout is Layout.H:
-        attempt = current_attempt(run_dir)
+        attempt = current_attempt(run_dir, notes)
         if attempt is None:
             return sorted(run_dir.glob("job_*.log"))
         base = run_dir / "logs" / attempt
-        for name in ("trainer.log", "orchestrator.log", "inference.log", "evals.log"):
-            files.append(base / name)
-        files += sorted(base.glob("envs/*/*.log"))
+        names = ("trainer.log", "orchestrator.log", "inference.log", "evals.log")
+        envs = "envs/*/*.log"
     else:
         base = run_dir / "logs"
-        for name in ("trainer.log", "orchestrator.log", "inference.log"):
-            files.append(base / name)
-        files += sorted(base.glob("envs/*/*/*.log")) + sorted(base.glob("envs/*/*.log"))
+        names = ("trainer.log", "orchestrator.log", "inference.log")
+        envs = "envs/*/*/*.log"
+    present = {p.name for p in list_dir(base, notes, run_dir)}
+    files += [base / name for name in names if name in present]
+    files += sorted(base.glob(envs))
+    if layout is Layout.L:
+        files += sorted(base.glob("envs/*/*.log"))
     files += sorted(run_dir.glob("job_*.log"))
-    return [f for f in files if f.is_file()]
+    return [f for f in files if is_file(f, notes, run_dir)]
 
 
 def process_of(relative_path: str) -> str | None:

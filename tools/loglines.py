@@ -78,7 +78,7 @@ def parse_head(text: str) -> Head | None:
 def _parse_json(text: str) -> Head | None:
     try:
         record = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: `{"a":[[[[...` nested past the parser's depth
         return None
     if not isinstance(record, dict) or "level" not in record or "message" not in record:
         return None

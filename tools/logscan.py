@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from rlagent.tools.loglines import Head, clean, parse_head
 from rlagent.tools.needlesearch import count_newlines, line_starts_in
+from rlagent.tools.safefs import open_regular
 
 # Every line a rule can use contains one of these: levels, crash text that torchrun or C++
 # print without a loguru head (`...Error:`, NCCL watchdog lines), and the INFO lines that
@@ -66,7 +67,7 @@ def scan_file(
     line_no = first_line_no  # number of the next line to be read
     buf = bytearray(min(CHUNK, max(end - start, 0)) + 4096)
     carry = 0  # bytes of an incomplete line at the front of buf
-    with open(path, "rb", buffering=0) as f:
+    with open_regular(path) as f:
         f.seek(start)
         pos = start
         while pos < end:

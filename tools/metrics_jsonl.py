@@ -14,6 +14,7 @@ from pathlib import Path
 import orjson
 
 from rlagent.models.observation import EvalPoint, FileCursor
+from rlagent.tools.bounds import plausible_step, plausible_time
 from rlagent.tools.metric_names import (
     ORCHESTRATOR_JSONL_KEYS,
     TRAINER_JSONL_KEYS,
@@ -25,6 +26,8 @@ from rlagent.tools.steprows import StepTable
 from rlagent.tools.tail import iter_complete_lines, plan_read
 
 REL = "metrics.jsonl"
+CLOCK_SKEW_S = 300.0
+"""A row may be stamped this much after the file's mtime (the writer's clock against the file server's)."""
 
 
 @dataclass
@@ -38,17 +41,21 @@ class MetricsRead:
     """process -> unix time of its newest row."""
     bytes_read: int = 0
     notes: list[str] = field(default_factory=list)
+    out_of_range: int = 0
+    """Rows skipped for a step or time no run writes (1e300, the year 5138, after the file was written)."""
+    latest: float = float("inf")
+    """No row can be stamped later than the file was last written (its mtime, give or take)."""
 
 
 def read_metrics(run_dir: Path, cursor: FileCursor | None) -> MetricsRead:
     path = run_dir / REL
-    if not path.exists():
-        return MetricsRead(None)
     try:
         plan, new_cursor = plan_read(path, REL, cursor)
+    except FileNotFoundError:
+        return MetricsRead(None)
     except OSError as exc:
         return MetricsRead(cursor, notes=[f"{REL}: unreadable ({exc.strerror or exc})"])
-    out = MetricsRead(new_cursor)
+    out = MetricsRead(new_cursor, latest=plan.mtime + CLOCK_SKEW_S)
     if plan.note:
         out.notes.append(plan.note)
     bad = 0
@@ -65,6 +72,8 @@ def read_metrics(run_dir: Path, cursor: FileCursor | None) -> MetricsRead:
     out.bytes_read = end - plan.start
     if bad:
         out.notes.append(f"{REL}: skipped {bad} malformed row(s), first at line {first_bad}")
+    if out.out_of_range:
+        out.notes.append(f"{REL}: skipped {out.out_of_range} row(s) with an out-of-range step or time")
     return out
 
 
@@ -89,6 +98,11 @@ def _take_row(raw: bytes, line_no: int, out: MetricsRead, bad: int, first_bad: i
             raise ValueError("step")
     except (orjson.JSONDecodeError, ValueError, KeyError, TypeError):
         return bad + 1, first_bad or line_no
+    stamp = row.get("time")
+    numeric_time = isinstance(stamp, int | float) and not isinstance(stamp, bool)
+    if not plausible_step(step) or (numeric_time and not (plausible_time(stamp) and stamp <= out.latest)):
+        out.out_of_range += 1
+        return bad, first_bad
     is_eval, orchestrator, keys = _row_plan(tuple(row))
     if (isinstance(step, float) and not step.is_integer()) or is_eval:
         for env, score in eval_scores(row).items():
@@ -99,7 +113,6 @@ def _take_row(raw: bytes, line_no: int, out: MetricsRead, bad: int, first_bad: i
     target = out.orchestrator if orchestrator else out.trainer
     if values:
         target.setdefault(int(step), {}).update(values)
-    stamp = row.get("time")
-    if isinstance(stamp, int | float):
+    if numeric_time:
         out.times[process] = max(out.times.get(process, 0.0), float(stamp))
     return bad, first_bad

@@ -27,6 +27,7 @@ from rlagent.models.run import Layout
 from rlagent.tools.dayclock import date_points
 from rlagent.tools.layout import current_attempt
 from rlagent.tools.loglines import clean, parse_head
+from rlagent.tools.safefs import open_regular
 from rlagent.tools.steplines import parse_step_line
 from rlagent.tools.tail import iter_complete_lines, plan_read
 
@@ -131,7 +132,7 @@ class _Pending:
 
 def _count_newlines(path: Path, start: int, end: int) -> int:
     count = 0
-    with open(path, "rb") as handle:
+    with open_regular(path) as handle:
         handle.seek(start)
         left = end - start
         while left > 0:
@@ -154,7 +155,7 @@ def _read_file(
     if plan.end - start > cap:
         skip_to = plan.end - cap
         line_no += _count_newlines(tp.path, start, skip_to)
-        with open(tp.path, "rb") as handle:  # resume at the start of a line
+        with open_regular(tp.path) as handle:  # resume at the start of a line
             handle.seek(skip_to)
             partial = handle.readline()
         if partial.endswith(b"\n"):

@@ -15,11 +15,15 @@ import re
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from rlagent.models.observation import Rollout
 from rlagent.models.run import Layout
+from rlagent.tools.bounds import STEP_DIGITS
+from rlagent.tools.safefs import is_file, list_dir, open_regular, reason
 from rlagent.tools.untrusted import strip_controls
 
-_STEP_DIR = re.compile(r"^step_(\d+)$")
+_STEP_DIR = re.compile(rf"^step_({STEP_DIGITS})$")
 MAX_COMPLETION = 600
 MAX_BYTES = 8 << 20
 """Read at most this much of a rollouts file: enough samples, bounded cost."""
@@ -27,24 +31,31 @@ MAX_SAMPLED_LINES = 64
 """Telling samples are picked among the first this-many rollouts of the step."""
 
 
-def newest_rollouts_file(run_dir: Path, layout: Layout) -> tuple[int, Path] | None:
+def newest_rollouts_file(run_dir: Path, layout: Layout, notes: list[str] | None = None) -> tuple[int, Path] | None:
     base = run_dir / ("rollouts" if layout is Layout.H else "run_default/rollouts")
-    if not base.is_dir():
-        return None
     steps = sorted(
-        ((int(m.group(1)), d) for d in base.iterdir() if (m := _STEP_DIR.match(d.name))),
+        ((int(m.group(1)), d) for d in list_dir(base, notes, run_dir) if (m := _STEP_DIR.match(d.name))),
         reverse=True,
     )
     for step, directory in steps:
+        if not list_dir(directory, notes, run_dir):
+            continue  # empty, or unreadable (a note)
         candidates = (
             [directory / "train/all/traces.jsonl", directory / "train/effective/traces.jsonl"]
             if layout is Layout.H
             else [directory / "train_rollouts.jsonl"]
         )
         for path in candidates:
-            if path.is_file() and path.stat().st_size > 0:
+            if is_file(path, notes, run_dir) and _size(path) > 0:
                 return step, path
     return None
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def trace_reward(trace: dict[str, Any]) -> float | None:
@@ -57,7 +68,10 @@ def trace_reward(trace: dict[str, Any]) -> float | None:
         if not isinstance(item, dict) or item.get("score") is None:
             continue
         weight = item.get("weight", 1.0)
-        total += float(item["score"]) * float(1.0 if weight is None else weight)
+        try:
+            total += float(item["score"]) * float(1.0 if weight is None else weight)
+        except (TypeError, ValueError, OverflowError):
+            continue  # not a number: not part of the reward
         seen = True
     return total if seen else None
 
@@ -140,29 +154,31 @@ def l_step_fractions(run_dir: Path, after_step: int) -> dict[int, dict[str, floa
     L's orchestrator step line has no truncation, error or trainable field; its rollouts file does.
     """
     base = run_dir / "run_default/rollouts"
-    if not base.is_dir():
-        return {}
     out: dict[int, dict[str, float]] = {}
-    for directory in base.iterdir():
+    for directory in list_dir(base):
         match = _STEP_DIR.match(directory.name)
         path = directory / "train_rollouts.jsonl"
-        if not match or int(match.group(1)) <= after_step or not path.is_file():
+        if not match or int(match.group(1)) <= after_step or not is_file(path):
             continue
         truncated = errored = total = with_advantage = trainable = 0
-        with open(path, "rb") as f:
-            for raw in f.read(MAX_BYTES).splitlines():
-                try:
-                    row = json.loads(raw)
-                except ValueError:
-                    continue
-                if isinstance(row, dict):
-                    total += 1
-                    truncated += bool(row.get("is_truncated"))
-                    errored += bool(row.get("error"))
-                    advantage = row.get("advantage")
-                    if isinstance(advantage, int | float) and not isinstance(advantage, bool):
-                        with_advantage += 1
-                        trainable += advantage != 0  # a group whose rollouts all score alike teaches nothing
+        try:
+            with open_regular(path, run_dir) as f:
+                data = f.read(MAX_BYTES)
+        except OSError:
+            continue  # sample_rollouts says why, for the newest step
+        for raw in data.splitlines():
+            try:
+                row = json.loads(raw)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(row, dict):
+                total += 1
+                truncated += bool(row.get("is_truncated"))
+                errored += bool(row.get("error"))
+                advantage = row.get("advantage")
+                if isinstance(advantage, int | float) and not isinstance(advantage, bool):
+                    with_advantage += 1
+                    trainable += advantage != 0  # a group whose rollouts all score alike teaches nothing
         if total:
             fractions = {"truncation": truncated / total, "error": errored / total}
             if with_advantage:
@@ -176,35 +192,39 @@ def sample_key(run_dir: Path, layout: Layout) -> str | None:
     found = newest_rollouts_file(run_dir, layout)
     if found is None:
         return None
-    st = found[1].stat()
+    try:
+        st = found[1].stat()
+    except OSError:
+        return None
     return f"{found[1]}:{st.st_size}:{st.st_mtime_ns}"
 
 
 def sample_rollouts(run_dir: Path, layout: Layout) -> tuple[int | None, int, list[Rollout], list[str]]:
     """(step, rollouts in that step's file (lines), telling samples, notes)."""
-    found = newest_rollouts_file(run_dir, layout)
-    if found is None:
-        return None, 0, [], []
-    step, path = found
     notes: list[str] = []
+    found = newest_rollouts_file(run_dir, layout, notes)
+    if found is None:
+        return None, 0, [], notes
+    step, path = found
     rollouts: list[Rollout] = []
     bad = 0
-    with open(path, "rb") as f:
-        data = f.read(MAX_BYTES)
+    rel = path.relative_to(run_dir)
+    try:
+        with open_regular(path, run_dir) as f:
+            data = f.read(MAX_BYTES)
+    except OSError as exc:
+        return None, 0, [], [*notes, f"{rel}: unreadable ({reason(exc)})"]
     lines = data.splitlines()
     if len(data) == MAX_BYTES and lines:
         lines = lines[:-1]  # the cut one is incomplete
     for raw in lines[:MAX_SAMPLED_LINES]:
         try:
             row = json.loads(raw)
-        except ValueError:
-            bad += 1
-            continue
-        if not isinstance(row, dict):
-            bad += 1
-            continue
-        rollouts.extend(_from_h(row, step) if layout is Layout.H else [_from_l(row, step)])
-    rel = path.relative_to(run_dir)
+            if not isinstance(row, dict):
+                raise ValueError("not an object")
+            rollouts.extend(_from_h(row, step) if layout is Layout.H else [_from_l(row, step)])
+        except (ValueError, TypeError, AttributeError, RecursionError, ValidationError):
+            bad += 1  # malformed, or not of the schema (a field of the wrong type)
     if bad:
         notes.append(f"{rel}: skipped {bad} malformed line(s) among the first {MAX_SAMPLED_LINES}")
     return step, len(lines), pick_telling(rollouts), notes

@@ -11,13 +11,14 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from rlagent.tools.bounds import STEP_DIGITS
 from rlagent.tools.metric_names import (
     ORCHESTRATOR_LINE_KEYS,
     TRAINER_LINE_KEYS,
     TRAINER_ONLY_LABELS,
 )
 
-_STEP = re.compile(r"^Step (\d+) \|")
+_STEP = re.compile(rf"^Step ({STEP_DIGITS}) \|")
 # The formats doc's segment parser, plus ratios like `Trainable 112/128 (87.5%)`.
 _SEGMENT = re.compile(
     r"^(?P<k>[A-Za-z][A-Za-z .\-]*?):? (?P<v>[-+]?(?:\d[\d.]*(?:e[-+]?\d+)?|nan|inf))(?P<u>\S*)(?: (?P<rest>.*))?$",
@@ -26,7 +27,7 @@ _SEGMENT = re.compile(
 _PERCENT_IN_PARENS = re.compile(r"\(([-+]?[\d.]+|nan|inf)%\)")
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
 _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-_EVAL_H = re.compile(r"^Evaluated (\S+) \(Step (\d+)\) \|(.*)$")
+_EVAL_H = re.compile(rf"^Evaluated (\S+) \(Step ({STEP_DIGITS})\) \|(.*)$")
 _EVAL_L = re.compile(r"^Evaluated (\S+) in [\d.]+s \((.*)\)$")
 _AVG_AT = re.compile(r"Avg@\d+=([-+]?[\d.]+(?:e[-+]?\d+)?|nan|inf)", re.I)
 
@@ -73,14 +74,9 @@ def parse_step_line(message: str, process_hint: str | None = None) -> StepLine |
         sm = _SEGMENT.match(segment)
         if not sm:
             continue
-        value = float(sm.group("v"))
-        unit, rest = sm.group("u"), sm.group("rest") or ""
-        if unit.startswith("/"):  # `Trainable 112/128 (87.5%)`: the fraction is in the parens
-            pm = _PERCENT_IN_PARENS.search(rest)
-            value = float(pm.group(1)) / 100 if pm else value / float(unit[1:] or "nan")
-        elif unit == "%":
-            value /= 100
-        labels[sm.group("k").strip()] = value
+        value = _segment_value(sm)
+        if value is not None:
+            labels[sm.group("k").strip()] = value
     is_trainer = bool(TRAINER_ONLY_LABELS & labels.keys())
     process = "trainer" if is_trainer else "orchestrator"
     if not is_trainer and "Reward" not in labels and process_hint:
@@ -99,17 +95,41 @@ def parse_step_line(message: str, process_hint: str | None = None) -> StepLine |
     return line
 
 
+def _segment_value(sm: re.Match[str]) -> float | None:
+    """The number of a `Label value[unit]` segment; None for junk such as `1.2.3` or `5/0`."""
+    try:
+        value = float(sm.group("v"))
+        unit, rest = sm.group("u"), sm.group("rest") or ""
+        if unit.startswith("/"):  # `Trainable 112/128 (87.5%)`: the fraction is in the parens
+            pm = _PERCENT_IN_PARENS.search(rest)
+            value = float(pm.group(1)) / 100 if pm else value / float(unit[1:] or "nan")
+        elif unit == "%":
+            value /= 100
+    except (ValueError, ZeroDivisionError, OverflowError):
+        return None
+    return value
+
+
 def parse_eval_line(message: str) -> EvalLine | None:
     m = _EVAL_H.match(message)
     if m:
         for segment in m.group(3).split(" | "):
             sm = _SEGMENT.match(segment.strip())
             if sm and sm.group("k").strip() == "Reward":
-                return EvalLine(m.group(1), int(m.group(2)), float(sm.group("v")))
+                score = _number(sm.group("v"))
+                return EvalLine(m.group(1), int(m.group(2)), score) if score is not None else None
         return None
     m = _EVAL_L.match(message)
     if m:
         am = _AVG_AT.search(m.group(2))
-        if am:
-            return EvalLine(m.group(1), None, float(am.group(1)))
+        score = _number(am.group(1)) if am else None
+        if score is not None:
+            return EvalLine(m.group(1), None, score)
     return None
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:  # `1.2.3` matches the loose pattern
+        return None

@@ -11,8 +11,10 @@ import hashlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from rlagent.models.observation import FileCursor
+from rlagent.tools.safefs import open_regular, regular_stat
 
 _HEAD_BYTES = 256
 
@@ -29,13 +31,14 @@ class ReadPlan:
 
 
 def head_hash(path: str | os.PathLike, size: int) -> str:
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         return hashlib.blake2b(f.read(min(size, _HEAD_BYTES)), digest_size=8).hexdigest()
 
 
 def plan_read(path: str | os.PathLike, rel: str, cursor: FileCursor | None) -> tuple[ReadPlan, FileCursor]:
-    """Decide the byte range to read next; raises OSError if the file cannot be read at all."""
-    st = os.stat(path)
+    """Decide the byte range to read next; raises OSError if the file cannot be read at all
+    (also when it is not a regular file, or a link out of the run dir that `rel` is relative to)."""
+    st = regular_stat(path, run_root(path, rel))
     identity = head_hash(path, st.st_size) if st.st_size else ""
     new_cursor = FileCursor(path=rel, dev=st.st_dev, inode=st.st_ino, size=st.st_size, head=identity)
     if cursor is None:
@@ -56,11 +59,22 @@ def plan_read(path: str | os.PathLike, rel: str, cursor: FileCursor | None) -> t
     return ReadPlan(cursor.offset, st.st_size, cursor.lines + 1, st.st_mtime, fresh=False), new_cursor
 
 
-def iter_complete_lines(path: str | os.PathLike, start: int, end: int, chunk: int = 8 << 20) -> Iterator[tuple[int, bytes]]:
-    """(offset after the line, line) for complete lines in [start, end), read a chunk at a time."""
-    with open(path, "rb") as f:
+def run_root(path: str | os.PathLike, rel: str) -> str:
+    """The directory `rel` is relative to (`path` is `root/rel`)."""
+    parents = Path(path).parents
+    depth = min(len(Path(rel).parts), len(parents))
+    return str(parents[depth - 1]) if depth else str(path)
+
+
+def iter_complete_lines(
+    path: str | os.PathLike, start: int, end: int, chunk: int = 8 << 20, max_line: int = 64 << 20
+) -> Iterator[tuple[int, bytes]]:
+    """(offset after the line, line) for complete lines in [start, end), read a chunk at a time.
+
+    A line longer than `max_line` is not kept in memory: it comes out as an empty line."""
+    with open_regular(path) as f:
         f.seek(start)
-        pos, carry = start, b""
+        pos, carry, skipping = start, b"", False
         while pos < end:
             data = f.read(min(chunk, end - pos))
             if not data:
@@ -72,4 +86,7 @@ def iter_complete_lines(path: str | os.PathLike, start: int, end: int, chunk: in
             offset = pos - len(buf)
             for line in buf[:cut].splitlines(keepends=True):
                 offset += len(line)
-                yield offset, line
+                yield offset, b"" if skipping else line
+                skipping = False
+            if len(carry) > max_line:
+                carry, skipping = b"", True

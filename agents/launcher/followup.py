@@ -48,4 +48,8 @@ def append_followup(state: CheckinState, request: ApprovalRequest, outcome: Laun
     if not deps.write:
         return False
     marker = followup_marker(deps.run_key, state.checkin)
-    return deps.status.append(Path(state.run.run_dir), render_followup(state, request, outcome, marker), marker)
+    try:
+        return deps.status.append(Path(state.run.run_dir), render_followup(state, request, outcome, marker), marker)
+    except OSError as exc:  # a full disk: nothing half-written is left; the outcome is still reported
+        deps.notify(f"the follow-up entry could not be appended to STATUS.md: {exc.strerror or exc}")
+        return False

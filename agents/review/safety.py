@@ -17,7 +17,7 @@ import shlex
 from datetime import timedelta
 
 from rlagent.agents.review.protocol import ReviewPacket
-from rlagent.models.actions import RESTARTS, ActionKind, Check, Verdict
+from rlagent.models.actions import RESTARTS, ActionKind, Check, LaunchSource, Verdict
 from rlagent.models.run import Framework
 from rlagent.tools.checkpoints import checkpoint_parts, newest_complete
 from rlagent.tools.launch_command import CommandError, build_argv, flag_value
@@ -170,6 +170,8 @@ class SafetyOfficer:
         plan, run = packet.plan, packet.run
         if plan.launch is None or plan.resume_step is None:
             return Check(name="matches_launch_command", ok=False, detail="no launch command or resume step")
+        if plan.launch.source is LaunchSource.LAUNCHER_PANE:  # printed text looks typed: a guess, never approved
+            return Check(name="matches_launch_command", ok=False, detail="built from the Launcher pane's history (a guess)")
         if run.framework is not Framework.PRIME_RL:
             return self._matches_framework(packet)
         try:

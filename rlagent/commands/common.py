@@ -15,6 +15,7 @@ from loguru import logger
 from rich.console import Console
 
 from rlagent.config import ConfigError, Settings, load_settings
+from rlagent.graph.store import StoreError
 from rlagent.models.actions import ApprovalMode
 from rlagent.tools.layout import RunNotFound, discover_run
 
@@ -158,9 +159,23 @@ def open_monitor(run_dir: Path, settings: Settings, actions=None, framework: str
             actions=actions,
             llm=llm_runtime(settings),
             effects=effects_for(settings),
+            lock_timeout_s=settings.seconds("lock_timeout"),
         )
     except OSError as exc:
         fail(f"state store under {settings.home}: {exc.strerror or exc}")
+    except StoreError as exc:
+        fail(str(exc))
+
+
+def say_write_outcome(report: dict) -> bool:
+    """An entry that was not appended is never silent: one line on stderr. True on a failure (the
+    entry is kept and tried again at the next check-in)."""
+    if report.get("write_error"):
+        err.print(f"rlagent: error: check-in #{report['checkin']}: {report['write_error']}", markup=False)
+        return True
+    if report.get("write_note"):  # not appended, and not a failure (it is in STATUS.md already)
+        err.print(f"rlagent: note: {report['write_note']}", markup=False)
+    return False
 
 
 def step_text(step: int | None, total: int | None) -> str:
@@ -187,8 +202,7 @@ def where_written(report: dict, settings: Settings) -> str:
 def write_failed(report: dict) -> None:
     """A STATUS.md that could not be written, or a run of which nothing could be read, is an
     error (stderr, exit status 1): never reported as a success."""
-    if report.get("write_error"):
-        err.print(f"rlagent: error: cannot write {report['write_error']}", markup=False)
+    if say_write_outcome(report):
         raise typer.Exit(1)
     unreadable = next((n for n in report.get("notes", []) if n.startswith("nothing could be read")), None)
     if unreadable:

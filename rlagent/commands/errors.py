@@ -37,6 +37,8 @@ def describe(exc: BaseException) -> tuple[str, int] | None:
     name = type(exc).__name__
     if name == "TmuxCommandNotFound":  # libtmux: no tmux binary
         return "tmux is not installed (Debian/Ubuntu: sudo apt-get install tmux; macOS: brew install tmux)", 1
+    if name in ("StoreError", "RunLocked"):  # the state store (graph/store.py): full, unreadable or locked
+        return str(exc), 2
     if name in ("TmuxError", "ConfigError", "FixturesNotFound", "FixtureError"):
         return str(exc), 1 if name == "TmuxError" else 2
     if isinstance(exc, OSError):

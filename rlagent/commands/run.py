@@ -21,12 +21,13 @@ from rlagent.commands.common import (
     SocketOpt,
     TzOpt,
     VerboseOpt,
+    err,
     open_monitor,
     out,
+    say_write_outcome,
     setup_logging,
     summary_line,
     watch_settings,
-    write_failed,
 )
 from rlagent.commands.offer import action_config, offer
 from rlagent.commands.progress import working
@@ -71,6 +72,7 @@ def run(
     from rlagent.agents.report import build_report
     from rlagent.graph.cadence import at_cadence
     from rlagent.graph.runner import DecisionPending
+    from rlagent.graph.store import RunLocked
     from rlagent.tools.approval import interactive
 
     monitor = open_monitor(run_dir, settings, actions=action_config(settings), framework=framework)
@@ -80,17 +82,23 @@ def run(
     out.print(f"entries go to {status}" if settings.write else f"--no-write: {status} is left untouched", markup=False)
     rounds = {"done": 0, "started": monitor.clock.now()}
 
+    failed = False  # the last check-in could not be written (or made)
+
     def one_round() -> None:
+        nonlocal failed
         fresh = True
         try:
             with working("checking in", enabled=rounds["done"] == 0):
                 report = build_report(monitor.check_in())
             out.print(summary_line(report))
-            write_failed(report)
+            failed = say_write_outcome(report)
         except DecisionPending as exc:
             # No check-in while a person may still answer: a new one would drop the decision.
             out.print(f"check-in skipped: {exc}", markup=False)
             fresh = False
+        except RunLocked as exc:
+            err.print(f"rlagent: check-in skipped: {exc}", markup=False)
+            fresh, failed = False, True
         if (fresh or ask) and monitor.pending():
             offer(monitor, timeout_s=settings.seconds("approval_timeout"), interactive=ask, where="rlagent run")
         rounds["done"] += 1
@@ -100,6 +108,8 @@ def run(
 
     try:
         at_cadence(one_round, settings.cadence_seconds, monitor.clock, settings.max_checks)
+        if failed:  # the last check-in could not be written (or made): not a success
+            raise typer.Exit(1)
     except KeyboardInterrupt:
         out.print("stopped (Ctrl-C); STATUS.md holds only complete entries")
         raise typer.Exit(130) from None

@@ -240,6 +240,7 @@ class LaunchSource(StrEnum):
     CONFIG = "config"
     WANDB_ARGS = "wandb_args"
     LAUNCHER_PANE = "launcher_pane"
+    """A guess read from the Launcher pane, shown to a person to confirm; never a plan's source."""
     SBATCH = "sbatch"
     LAUNCH_SCRIPT = "launch_script"
     """The run's own launch script (verl/TRL/OpenRLHF examples pass extra flags on with "$@")."""

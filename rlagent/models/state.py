@@ -21,6 +21,14 @@ from rlagent.models.observation import FileCursor, LogEvent, MetricHistory, Obse
 from rlagent.models.run import Health, RunConfig, RunInfo
 
 
+class UnwrittenEntry(BaseModel):
+    """A STATUS.md entry that could not be appended (a full disk): appended, in order, next time."""
+
+    checkin: int
+    marker: str
+    text: str
+
+
 class RunMemory(BaseModel):
     """What a run remembers between check-ins."""
 
@@ -54,6 +62,8 @@ class RunMemory(BaseModel):
     entry_marks: dict[str, str] = Field(default_factory=dict)
     """Finding id -> silence or acknowledgement mark, as in the last entry written to STATUS.md: a
     change is news for an offline re-check that read nothing new."""
+    unwritten: list[UnwrittenEntry] = Field(default_factory=list)
+    """Entries a failed write left out of STATUS.md, oldest first (bounded); retried before the next."""
 
 
 class CheckinOutput(BaseModel):
@@ -75,7 +85,9 @@ class CheckinOutput(BaseModel):
     status_entry: str = ""
     written: bool = False
     write_error: str | None = None
-    """Why STATUS.md could not be written (the entry is still in the report); None when it was, or was not asked."""
+    """Why STATUS.md could not be written (a full disk, no permission): a failure, said to the user."""
+    write_note: str | None = None
+    """Why an entry was not appended although writing was on (it is there already): said, not failed."""
     checked_at: datetime | None = None
 
 

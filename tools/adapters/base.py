@@ -116,8 +116,9 @@ class FrameworkAdapter(Protocol):
         """Telling samples of the newest step, or None when `known_key` is still the newest file."""
         ...
 
-    def checkpoints(self, run_dir: Path) -> dict[int, list[str]]:
-        """Newest checkpoint steps -> parts present (a complete one has every part)."""
+    def checkpoints(self, run_dir: Path, notes: list[str] | None = None) -> dict[int, list[str]]:
+        """Newest checkpoint steps -> parts present (a complete one has every part); what cannot be
+        looked at (an unreadable folder, a link loop) is added to `notes`."""
         ...
 
     def resume_plan(self, run_dir: Path, launch_argv: list[str]) -> ResumePlan: ...

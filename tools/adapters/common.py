@@ -3,6 +3,7 @@ reading them from their cursors, YAML configs, samples into `Rollout`s, launch-s
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shlex
@@ -13,9 +14,11 @@ from typing import Any
 
 from rlagent.models.observation import FileCursor, Rollout
 from rlagent.models.run import Framework, RunConfig, RunInfo
+from rlagent.tools import safefs
 from rlagent.tools.adapters.base import FileRead, ResumePlan, RunRead, Samples
 from rlagent.tools.adapters.console import ConsoleState, analyse, read_console
 from rlagent.tools.adapters.trackers import read_trackers
+from rlagent.tools.bounds import bounded_int
 from rlagent.tools.frameworks.detect import detect_dir
 from rlagent.tools.frameworks.lines import LogLine
 from rlagent.tools.rollouts import pick_telling
@@ -24,6 +27,8 @@ LOG_SUFFIXES = (".log", ".out", ".err", ".txt")
 _SKIP_DIRS = {"checkpoints", "ckpt", "wandb", "tensorboard_log", "runs", ".hydra", "completions", "rollouts", "__pycache__"}
 MAX_LOGS = 20
 _DEGENERATE_CHARS = 2000
+MAX_CONFIG_BYTES = 16 << 20
+"""A config file or launch script larger than this is junk: not read."""
 
 
 def walk_files(root: Path, suffixes: tuple[str, ...], depth: int = 3, limit: int = 200) -> list[Path]:
@@ -31,7 +36,7 @@ def walk_files(root: Path, suffixes: tuple[str, ...], depth: int = 3, limit: int
     tracker folders (bounded: a huge tree must not hang a check-in)."""
     found: list[Path] = []
     base = len(root.parts)
-    for dirpath, dirnames, filenames in os.walk(root):
+    for dirpath, dirnames, filenames in os.walk(root):  # links are not followed: a loop cannot spin
         here = Path(dirpath)
         dirnames[:] = sorted(
             d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("global_step") and not d.startswith("checkpoint-")
@@ -59,16 +64,45 @@ def load_yaml(path: Path, problems: list[str], rel: str) -> dict[str, Any]:
         key = (str(path), st.st_mtime_ns, st.st_size)
         if key in _YAML_CACHE:
             return _YAML_CACHE[key]
+        text = safefs.read_regular(path, limit=MAX_CONFIG_BYTES).decode("utf-8", errors="replace")
+    except OSError as exc:  # a FIFO, a link loop, no permission, far too large: a note, never a hang
+        problems.append(f"{rel}: unreadable ({safefs.reason(exc)})")
+        return {}
+    if _flow_depth(text) > MAX_FLOW_DEPTH:  # PyYAML takes quadratic time on `[[[[...`, then recurses
+        problems.append(f"{rel}: unreadable YAML (nested too deep)")
+        return {}
+    try:
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when the wheel has it: ~10x faster
-        doc = yaml.load(path.read_text(encoding="utf-8", errors="replace"), Loader=loader)
-    except (OSError, yaml.YAMLError) as exc:
-        problems.append(f"{rel}: unreadable YAML ({str(exc).splitlines()[0][:120]})")
+        doc = yaml.load(text, Loader=loader)
+    except yaml.YAMLError as exc:
+        problems.append(f"{rel}: unreadable YAML ({(str(exc).splitlines() or [''])[0][:120]})")
+        return {}
+    except RecursionError:
+        problems.append(f"{rel}: unreadable YAML (nested too deep)")
         return {}
     doc = doc if isinstance(doc, dict) else {}
     if len(_YAML_CACHE) >= _YAML_CACHE_SIZE:
         _YAML_CACHE.clear()
     _YAML_CACHE[key] = doc
     return doc
+
+
+MAX_FLOW_DEPTH = 100
+"""No config nests `[` and `{` this deep; PyYAML would take minutes on such text."""
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+def _flow_depth(text: str) -> int:
+    """The deepest nesting of YAML flow brackets (brackets inside quoted strings count too: an
+    over-estimate only refuses a config no one writes)."""
+    depth = deepest = 0
+    for match in _BRACKETS.finditer(text):
+        depth = depth + 1 if match.group() in "[{" else max(0, depth - 1)
+        if depth > deepest:
+            deepest = depth
+            if deepest > MAX_FLOW_DEPTH:
+                break
+    return deepest
 
 
 def dotted(doc: Any, path: str) -> Any:
@@ -80,17 +114,27 @@ def dotted(doc: Any, path: str) -> Any:
 
 
 def as_int(value: Any) -> int | None:
+    """A config setting as an int; None for anything else (also what no setting can be: inf, 1e300)."""
     try:
-        return int(value) if value is not None and not isinstance(value, bool) else None
-    except (TypeError, ValueError):
+        return bounded_int(value) if value is not None and not isinstance(value, bool) else None
+    except (TypeError, ValueError, OverflowError):
         return None
+
+
+def as_float(value: Any) -> float | None:
+    """A config setting as a finite float; None for anything else."""
+    try:
+        number = float(value) if value is not None and not isinstance(value, bool) else None
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return number if number is not None and math.isfinite(number) else None
 
 
 def script_words(path: Path) -> list[str]:
     """The words of a launch script's command (line continuations joined, comments and `| tee` dropped)."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        text = safefs.read_regular(path, limit=MAX_CONFIG_BYTES).decode("utf-8", errors="replace")
+    except OSError:  # a FIFO, a link loop, no permission: no words (never a hang)
         return []
     text = re.sub(r"\\\n", " ", text)
     words: list[str] = []
@@ -190,14 +234,28 @@ class ConsoleAdapter:
         return []
 
     # --- reading ---------------------------------------------------------------------------
-    def console_logs(self, run_dir: Path) -> list[Path]:
-        return [p for p in walk_files(run_dir, LOG_SUFFIXES) if p.is_file()][:MAX_LOGS]
+    def console_logs(self, run_dir: Path, notes: list[str] | None = None) -> list[Path]:
+        """The run's console logs: regular files only; a FIFO, a device or a link loop named like a
+        log is a note (when `notes` is given), never opened."""
+        logs = []
+        for path in walk_files(run_dir, LOG_SUFFIXES):
+            try:
+                safefs.regular_stat(path)
+            except FileNotFoundError:
+                continue  # gone since listed, or a link to nothing
+            except OSError as exc:
+                line = f"{path.relative_to(run_dir)}: {safefs.reason(exc)}"
+                if notes is not None and line not in notes:
+                    notes.append(line)
+                continue
+            logs.append(path)
+        return logs[:MAX_LOGS]
 
     def launch_script(self, run_dir: Path) -> Path | None:
-        for path in sorted(run_dir.glob("*.sh")):
+        for path in sorted(p for p in safefs.list_dir(run_dir) if p.suffix == ".sh"):
             try:
-                text = path.read_text(encoding="utf-8", errors="replace")
-            except OSError:
+                text = safefs.read_regular(path, limit=MAX_CONFIG_BYTES).decode("utf-8", errors="replace")
+            except OSError:  # a FIFO named like a script, a link loop, no permission
                 continue
             if any(marker in text for marker in self.launch_markers):
                 return path
@@ -207,7 +265,7 @@ class ConsoleAdapter:
         run_dir = Path(run.run_dir)
         config = self.read_config(run_dir)
         out = RunRead()
-        for path in self.console_logs(run_dir):
+        for path in self.console_logs(run_dir, out.notes):
             rel = str(path.relative_to(run_dir))
             state = self.console_state(run_dir, config)
             out.files.append(
@@ -230,7 +288,7 @@ class ConsoleAdapter:
     def samples(self, run_dir: Path, known_key: str | None) -> Samples | None:
         return Samples(key=None, notes=[])
 
-    def checkpoints(self, run_dir: Path) -> dict[int, list[str]]:
+    def checkpoints(self, run_dir: Path, notes: list[str] | None = None) -> dict[int, list[str]]:
         return {}
 
     def newest_checkpoint(self, run_dir: Path) -> int | None:

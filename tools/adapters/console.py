@@ -19,12 +19,14 @@ from pathlib import Path
 
 from rlagent.models.observation import EvalPoint, FileCursor, LogEvent, WarningGroup
 from rlagent.tools.adapters.base import FileRead, StepRow
+from rlagent.tools.bounds import clamp_time, plausible_step, plausible_time
 from rlagent.tools.frameworks import signatures
 from rlagent.tools.frameworks.lines import LogLine, decode, iter_lines
 from rlagent.tools.frameworks.records import MetricRow
 from rlagent.tools.frameworks.vocabulary import mapping
 from rlagent.tools.metric_names import canonical_split
 from rlagent.tools.patterns import message_template
+from rlagent.tools.safefs import open_regular
 from rlagent.tools.tail import plan_read
 from rlagent.tools.untrusted import strip_controls as sanitize_line
 
@@ -143,7 +145,7 @@ def analyse(
             acc.event("resumed", line.lineno, "INFO", body, state.step)
         elif ("esum" in body or "heckpoint" in body) and (m := _RESUMED.search(body)) is not None:
             numbers = [float(g) for g in m.groups() if g is not None]
-            if numbers and framework != "trl":
+            if numbers and framework != "trl" and plausible_step(numbers[0]):
                 state.step = int(numbers[0])
             acc.event("resumed", line.lineno, "INFO", body, state.step, numbers=numbers)
         for row in parse_rows(line, state):
@@ -154,6 +156,10 @@ def analyse(
                 else:
                     row.step = state.step
             if row.step is None:
+                continue
+            if not plausible_step(row.step):  # junk: never the run's step (and it could not be saved)
+                if OUT_OF_RANGE not in out.notes:
+                    out.notes.append(OUT_OF_RANGE)
                 continue
             if row.kind == "train":
                 state.step = row.step
@@ -354,6 +360,9 @@ def _split(framework: str, raw: dict) -> tuple[dict[str, float], dict[str, float
     return out["trainer"], out["orchestrator"], out["evals"]
 
 
+OUT_OF_RANGE = "skipped metric row(s) with an out-of-range step"
+
+
 def add_row(out: FileRead, framework: str, row: MetricRow, when: datetime | None) -> None:
     if row.kind.startswith("prime-rl:"):  # prime-rl step lines are parsed into canonical names already
         process = row.kind.split(":", 1)[1]
@@ -364,7 +373,11 @@ def add_row(out: FileRead, framework: str, row: MetricRow, when: datetime | None
     if row.kind == "val" or row.kind == "summary":
         trainer, orchestrator = {}, {}
     assert row.step is not None
-    stamp = datetime.fromtimestamp(row.time, UTC) if row.time is not None else when
+    if not plausible_step(row.step):  # a step past bounds.MAX_STEP is junk (and could not be saved)
+        if OUT_OF_RANGE not in out.notes:
+            out.notes.append(OUT_OF_RANGE)
+        return
+    stamp = datetime.fromtimestamp(row.time, UTC) if plausible_time(row.time) else when  # 1e300 is junk, not a date
     if trainer:
         out.rows.append(StepRow("trainer", row.step, trainer, stamp))
     if orchestrator:
@@ -459,7 +472,7 @@ def read_console(
         state.step = cursor.step
     end = min(plan.end, plan.start + MAX_READ)
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:  # swapped for a FIFO since planned: refused, never a hang
             handle.seek(plan.start)
             data = handle.read(end - plan.start)
     except OSError as exc:
@@ -469,7 +482,7 @@ def read_console(
         cut = len(data)  # one line longer than a whole read: taken in part rather than waited for forever
         notes.append(f"{rel}: an over-long line was read only in part")
     data = data[:cut]
-    mtime = datetime.fromtimestamp(plan.mtime, UTC)
+    mtime = datetime.fromtimestamp(clamp_time(plan.mtime), UTC)
     if b"\x00" in data:
         notes.append(f"{rel}: binary junk (NUL bytes) in the new bytes, not quoted")
     read = analyse_chunked(data, rel, framework, parse_rows, state, plan.first_line, keep_per_kind, mtime)
@@ -481,6 +494,7 @@ def read_console(
     read.fresh = plan.fresh
     read.notes = notes + read.notes
     read.bytes_read = cut
-    if cut:
-        read.newest = mtime
+    # The time of the newest line read so far, as prime-rl's logs say it (tools.adapters.primerl):
+    # an offline check-in that finds nothing new keeps the run's own "now", not the wall clock's.
+    read.newest = new_cursor.last_time
     return read

@@ -77,8 +77,10 @@ class OpenRLHFAdapter(ConsoleAdapter):
         path = flag(self._words(run_dir), "--ckpt.path", "--ckpt_path") or "./ckpt/checkpoints_ppo_ray"
         return Path(path) if Path(path).is_absolute() else run_dir / path
 
-    def checkpoints(self, run_dir: Path) -> dict[int, list[str]]:
+    def checkpoints(self, run_dir: Path, notes: list[str] | None = None) -> dict[int, list[str]]:
         found = openrlhf.checkpoints(self.ckpt_path(run_dir))
+        if notes is not None:
+            notes.extend(n for n in found.notes if "unreadable" in n and n not in notes)
         parts: dict[int, list[str]] = {}
         for step in found.steps[-3:]:
             parts[step] = ["actor"] if found.latest is not None and step <= found.latest else ["actor", "incomplete"]

@@ -48,8 +48,9 @@ class PrimeRLAdapter:
     def read(self, run: RunInfo, cursors: dict[str, FileCursor], tz: tzinfo, *, keep_per_kind: int = 50) -> RunRead:
         run_dir = Path(run.run_dir)
         layout = _layout(run)
-        out = RunRead(attempt=current_attempt(run_dir) if layout is Layout.H else None)
-        for path in log_files(run_dir, layout):
+        out = RunRead()
+        out.attempt = current_attempt(run_dir, out.notes) if layout is Layout.H else None
+        for path in log_files(run_dir, layout, out.notes):
             rel = str(path.relative_to(run_dir))
             out.files.append(_from_log(read_log(path, rel, cursors.get(rel), tz, keep_per_kind=keep_per_kind)))
         metrics = read_metrics(run_dir, cursors.get(METRICS_REL))
@@ -72,8 +73,8 @@ class PrimeRLAdapter:
         step, count, rollouts, notes = sample_rollouts(run_dir, layout)
         return Samples(key=key, step=step, count=count, rollouts=rollouts, notes=notes)
 
-    def checkpoints(self, run_dir: Path, layout: Layout = Layout.H) -> dict[int, list[str]]:
-        return checkpoint_parts(run_dir, layout)
+    def checkpoints(self, run_dir: Path, layout: Layout = Layout.H, notes: list[str] | None = None) -> dict[int, list[str]]:
+        return checkpoint_parts(run_dir, layout, notes=notes)
 
     def newest_checkpoint(self, run_dir: Path, layout: Layout = Layout.H) -> int | None:
         return newest_complete(checkpoint_parts(run_dir, layout, newest=10**6))

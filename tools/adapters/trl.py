@@ -10,16 +10,28 @@ from pathlib import Path
 
 from rlagent.models.observation import FileCursor
 from rlagent.models.run import Framework, RunConfig, RunInfo
+from rlagent.tools import safefs
 from rlagent.tools.adapters.base import FileRead, ResumePlan, Samples
-from rlagent.tools.adapters.common import ConsoleAdapter, as_int, fast_dict, flag, load_yaml, rollouts_from, script_words, telling
+from rlagent.tools.adapters.common import (
+    MAX_CONFIG_BYTES,
+    ConsoleAdapter,
+    as_int,
+    fast_dict,
+    flag,
+    load_yaml,
+    rollouts_from,
+    script_words,
+    telling,
+)
 from rlagent.tools.adapters.console import ConsoleState, add_row
+from rlagent.tools.bounds import STEP_DIGITS, clamp_time
 from rlagent.tools.frameworks import trl
 from rlagent.tools.frameworks.lines import LogLine
 from rlagent.tools.frameworks.records import MetricRow
 
 DEFAULT_LOGGING_STEPS = 10
 """TRL's GRPOConfig default (trl/trainer/base_config.py)."""
-_CKPT = re.compile(r"^checkpoint-(\d+)$")
+_CKPT = re.compile(rf"^checkpoint-({STEP_DIGITS})$", re.ASCII)
 _PASSES_RESUME = re.compile(r"\.train\(\s*resume_from_checkpoint\s*=")
 
 
@@ -48,7 +60,7 @@ class TrlAdapter(ConsoleAdapter):
         candidates = [run_dir / named] if named else []
         candidates += sorted(run_dir.glob("*.yaml")) + sorted(run_dir.glob("*.yml"))
         for path in candidates:
-            if not path.is_file():
+            if not safefs.is_file(path, problems, run_dir):
                 continue
             doc = load_yaml(path, problems, path.name)
             if any(k in doc for k in ("output_dir", "num_generations", "max_completion_length", "logging_steps")):
@@ -96,6 +108,12 @@ class TrlAdapter(ConsoleAdapter):
             return run_dir
         return default
 
+    def read_root(self, run_dir: Path) -> Path:
+        """What TRL's files are read inside of: the run dir, or the configured output_dir when that
+        lies elsewhere (a symlink from either out of it is not followed)."""
+        out = self.output_dir(run_dir)
+        return run_dir if out.is_relative_to(run_dir) else out
+
     def console_state(self, run_dir: Path | None, config: RunConfig | None) -> ConsoleState:
         if run_dir is None:
             return ConsoleState(logging_steps=1)
@@ -118,20 +136,24 @@ class TrlAdapter(ConsoleAdapter):
             return []
         newest = max(steps)
         path = self.output_dir(run_dir) / f"checkpoint-{newest}" / "trainer_state.json"
-        if not path.is_file():
-            return []
         rel = "trainer_state.json"
+        root = self.read_root(run_dir)
         try:
-            st = path.stat()
-        except OSError:
+            st = safefs.regular_stat(path, root)
+        except FileNotFoundError:
             return []
-        where = str(path.relative_to(run_dir))
+        except OSError as exc:  # a FIFO, a link loop, no permission: a note, never a hang
+            return [FileRead(rel, cursors.get(rel), notes=[f"{path.name}: unreadable ({safefs.reason(exc)})"])]
+        try:
+            where = str(path.relative_to(run_dir))
+        except ValueError:  # output_dir outside the run dir
+            where = str(path)
         known = cursors.get(rel)
         cursor = FileCursor(path=where, dev=st.st_dev, inode=st.st_ino, size=st.st_size, offset=st.st_size)
         if known is not None and (known.path, known.inode, known.size) == (where, st.st_ino, st.st_size):
             return [FileRead(rel, known)]
-        read = trl.read_trainer_state(path)
-        when = datetime.fromtimestamp(st.st_mtime, UTC)
+        read = trl.read_trainer_state(path, root)
+        when = datetime.fromtimestamp(clamp_time(st.st_mtime), UTC)
         out = FileRead(rel, cursor, notes=[f"{where}: {n}" for n in read.notes], bytes_read=st.st_size)
         for row in read.rows:
             if row.step is not None:
@@ -141,36 +163,44 @@ class TrlAdapter(ConsoleAdapter):
 
     def samples(self, run_dir: Path, known_key: str | None) -> Samples | None:
         folder = self.output_dir(run_dir) / "completions"
-        files = sorted(folder.glob("completions_*.parquet")) if folder.is_dir() else []
+        notes: list[str] = []
+        files = sorted(
+            p for p in safefs.list_dir(folder, notes, run_dir) if p.name.startswith("completions_") and p.suffix == ".parquet"
+        )
         if not files:
-            return Samples(key=None)
+            return Samples(key=None, notes=notes)
         path = files[-1]
-        key = f"{path}:{path.stat().st_size}:{path.stat().st_mtime_ns}"
+        try:
+            st = safefs.regular_stat(path, self.read_root(run_dir))
+        except OSError as exc:  # gone since listed, a FIFO, a link loop or out of the run
+            return Samples(key=None, notes=[*notes, f"{path.name}: unreadable ({safefs.reason(exc)})"])
+        key = f"{path}:{st.st_size}:{st.st_mtime_ns}"
         if key == known_key:
             return None
-        read = trl.read_completions(path)
+        read = trl.read_completions(path, self.read_root(run_dir))
         raw = []
         for s in read.rows:
             reward = sum(s.scores.values()) if s.scores else None
             raw.append((s.step, _text(s.completion), reward, {}))
         step = read.rows[0].step if read.rows else None
         rollouts = rollouts_from(raw, step)
-        return Samples(key=key, step=step, count=len(rollouts), rollouts=telling(rollouts), notes=read.notes, all=rollouts)
+        return Samples(
+            key=key, step=step, count=len(rollouts), rollouts=telling(rollouts), notes=[*notes, *read.notes], all=rollouts
+        )
 
-    def checkpoints(self, run_dir: Path) -> dict[int, list[str]]:
+    def checkpoints(self, run_dir: Path, notes: list[str] | None = None) -> dict[int, list[str]]:
         root = self.output_dir(run_dir)
-        if not root.is_dir():
-            return {}
         parts: dict[int, list[str]] = {}
-        for path in root.iterdir():
+        for path in safefs.list_dir(root, notes, run_dir):
             match = _CKPT.match(path.name)
-            if match and path.is_dir():
-                parts[int(match.group(1))] = ["state"] if (path / "trainer_state.json").is_file() else ["incomplete"]
+            if match and safefs.is_dir(path, notes, run_dir):
+                parts[int(match.group(1))] = (
+                    ["state"] if safefs.is_file(path / "trainer_state.json", notes, run_dir) else ["incomplete"]
+                )
         return dict(sorted(parts.items())[-3:])
 
     def resume_flags(self, run_dir: Path, step: int, words: list[str]) -> ResumePlan:
-        scripts = [p for p in run_dir.glob("*.py")]
-        passes = any(_PASSES_RESUME.search(p.read_text(errors="replace")) for p in scripts if p.is_file())
+        passes = any(_PASSES_RESUME.search(_script_text(p)) for p in safefs.list_dir(run_dir) if p.suffix == ".py")
         if not passes:
             return ResumePlan(
                 False,
@@ -193,6 +223,13 @@ def _is_output_dir(path: Path) -> bool:
     except OSError:
         return False
     return any(e.is_dir() and (_CKPT.match(e.name) or e.name == "completions") for e in entries)
+
+
+def _script_text(path: Path) -> str:
+    try:
+        return safefs.read_regular(path, limit=MAX_CONFIG_BYTES).decode("utf-8", errors="replace")
+    except OSError:  # a FIFO, a link loop, no permission: not read (never a hang)
+        return ""
 
 
 def _text(value) -> str:

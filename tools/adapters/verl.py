@@ -8,9 +8,20 @@ from pathlib import Path
 
 from rlagent.models.observation import FileCursor
 from rlagent.models.run import Framework, RunConfig, RunInfo
+from rlagent.tools import safefs
 from rlagent.tools.adapters.base import FileRead, ResumePlan, Samples
-from rlagent.tools.adapters.common import ConsoleAdapter, as_int, dotted, load_yaml, rollouts_from, telling, walk_files
+from rlagent.tools.adapters.common import (
+    ConsoleAdapter,
+    as_float,
+    as_int,
+    dotted,
+    load_yaml,
+    rollouts_from,
+    telling,
+    walk_files,
+)
 from rlagent.tools.adapters.console import ConsoleState, add_row
+from rlagent.tools.bounds import clamp_time, plausible_step
 from rlagent.tools.frameworks import verl
 from rlagent.tools.frameworks.lines import LogLine
 from rlagent.tools.frameworks.records import MetricRow, numeric_values
@@ -39,10 +50,8 @@ class VerlAdapter(ConsoleAdapter):
 
     # --- config ----------------------------------------------------------------------------
     def _config_doc(self, run_dir: Path, problems: list[str]) -> tuple[dict, str | None]:
-        found = sorted(
-            (p for p in run_dir.glob("outputs/*/*/.hydra/config.yaml")), key=lambda p: p.stat().st_mtime if p.exists() else 0
-        )
-        found += [p for p in [run_dir / ".hydra" / "config.yaml"] if p.is_file()]
+        found = sorted(run_dir.glob("outputs/*/*/.hydra/config.yaml"), key=_mtime)
+        found += [p for p in [run_dir / ".hydra" / "config.yaml"] if safefs.is_file(p, problems, run_dir)]
         if not found:
             return {}, None
         path = found[-1]
@@ -58,9 +67,8 @@ class VerlAdapter(ConsoleAdapter):
             for path in paths:
                 value = dotted(doc, path)
                 if value is not None:
-                    setattr(
-                        config, name, str(value) if name == "model" else float(value) if name == "temperature" else as_int(value)
-                    )
+                    number = as_float(value) if name == "temperature" else as_int(value)
+                    setattr(config, name, str(value) if name == "model" else number)
                     break
         return config
 
@@ -101,7 +109,11 @@ class VerlAdapter(ConsoleAdapter):
         if not files:
             return Samples(key=None, notes=[])
         step, path = max(files.items())
-        key = f"{path}:{path.stat().st_size}:{path.stat().st_mtime_ns}"
+        try:
+            st = safefs.regular_stat(path, run_dir)
+        except OSError as exc:  # gone since listed, a FIFO, a link out of the run
+            return Samples(key=None, notes=[f"{path.name}: unreadable ({safefs.reason(exc)})"])
+        key = f"{path}:{st.st_size}:{st.st_mtime_ns}"
         if key == known_key:
             return None
         read = verl.read_rollouts(path)
@@ -109,13 +121,15 @@ class VerlAdapter(ConsoleAdapter):
         rollouts = rollouts_from(raw, step)
         return Samples(key=key, step=step, count=len(rollouts), rollouts=telling(rollouts), notes=read.notes, all=rollouts)
 
-    def checkpoints(self, run_dir: Path) -> dict[int, list[str]]:
+    def checkpoints(self, run_dir: Path, notes: list[str] | None = None) -> dict[int, list[str]]:
         found = verl.checkpoints(self.ckpt_dir(run_dir))
+        if notes is not None:
+            notes.extend(n for n in found.notes if "unreadable" in n and n not in notes)
         parts: dict[int, list[str]] = {}
         for step in found.steps[-3:]:
             folder = self.ckpt_dir(run_dir) / f"global_step_{step}"
-            present = [p for p in ("actor", "critic") if (folder / p).is_dir()]
-            if (folder / "data.pt").is_file():
+            present = [p for p in ("actor", "critic") if safefs.is_dir(folder / p, notes, run_dir)]
+            if safefs.is_file(folder / "data.pt", notes, run_dir):
                 present.append("data")
             if "actor" not in present or "data" not in present:
                 present.append("incomplete")
@@ -144,24 +158,44 @@ class VerlAdapter(ConsoleAdapter):
         return markers
 
 
+def _mtime(path: Path) -> float:
+    try:
+        return safefs.regular_stat(path).st_mtime
+    except OSError:
+        return 0.0
+
+
 def read_file_logger(path: Path, rel: str, cursor: FileCursor | None) -> FileRead:
     """verl's `file` logger from its cursor: `{"step": N, "data": {...}}` rows, NaN as null."""
     from datetime import UTC, datetime
 
     try:
         plan, new_cursor = plan_read(path, rel, cursor)
+    except FileNotFoundError:
+        note = f"{rel} was deleted since the last check-in" if cursor else f"{rel} disappeared while being read"
+        return FileRead(rel, None, notes=[note])
     except OSError as exc:
-        return FileRead(rel, cursor, notes=[f"{rel}: unreadable ({exc.strerror or exc})"])
+        return FileRead(rel, cursor, notes=[f"{rel}: unreadable ({safefs.reason(exc)})"])
     out = FileRead(rel, new_cursor, fresh=plan.fresh, notes=[plan.note] if plan.note else [])
-    when = datetime.fromtimestamp(plan.mtime, UTC)
+    when = datetime.fromtimestamp(clamp_time(plan.mtime), UTC)
     end, count, bad = plan.start, 0, 0
-    for index, (offset, raw) in enumerate(iter_complete_lines(path, plan.start, plan.end)):
-        end, count = offset, index + 1
+    lines = iter_complete_lines(path, plan.start, plan.end)
+    while True:
+        try:
+            offset, raw = next(lines)
+        except StopIteration:
+            break
+        except OSError as exc:  # deleted, truncated or swapped while being read: what was read stands
+            out.notes.append(f"{rel}: read failed ({safefs.reason(exc)}); the rest is read next time")
+            break
+        end, count = offset, count + 1
         try:
             obj = json.loads(raw)
             data = obj["data"]
+            if not plausible_step(obj["step"]):
+                raise ValueError("step out of range")
             row = MetricRow(step=int(obj["step"]), values=numeric_values(data) if isinstance(data, dict) else {})
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):  # RecursionError: JSON nested too deep
             bad += 1
             continue
         if row.values and all(k.startswith(("val-core/", "val-aux/", "val/")) for k in row.values):

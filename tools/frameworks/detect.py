@@ -17,7 +17,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rlagent.tools import safefs
 from rlagent.tools.frameworks.lines import decode, iter_lines
+from rlagent.tools.safefs import open_regular
 
 _TEXT_SIGNATURES: dict[str, re.Pattern[str]] = {
     "verl": re.compile(r"(?:^|[^\w/])step:\d+ - [\w/@.-]+:"),
@@ -62,7 +64,7 @@ def detect_text(text: str) -> Detection:
 
 
 def _head(path: Path) -> str:
-    with open(path, "rb") as handle:
+    with open_regular(path) as handle:  # a FIFO named like a log must not block detection
         return decode(handle.read(HEAD_BYTES))
 
 
@@ -108,7 +110,7 @@ def _layout_counts(root: Path, max_entries: int = 100_000) -> dict[str, int]:
 def detect_dir(root: str | Path, max_files: int = 50) -> Detection:
     """From the directory layout and up to `max_files` log files (*.log, *.out, *.err, *.txt) under it."""
     root = Path(root)
-    if not root.is_dir():
+    if not safefs.is_dir(root):
         return Detection(None)
     counts = _layout_counts(root)
     logs: list[Path] = []

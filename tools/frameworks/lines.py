@@ -11,6 +11,8 @@ import re
 from collections.abc import Iterator
 from typing import NamedTuple
 
+from rlagent.tools.safefs import open_regular
+
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 # Ray print_worker_logs: "({actor} pid={pid}) line" locally, "({actor} pid={pid}, ip={ip}) line" remotely;
 # the actor name may be absent: "(pid=123) line". Only the one separating space is removed so traceback
@@ -53,8 +55,9 @@ def preprocess(text: str, first_lineno: int = 1) -> list[LogLine]:
 
 
 def read_text(path) -> str:
-    """A log file as text: undecodable bytes replaced, NULs dropped (binary junk must not raise)."""
-    with open(path, "rb") as handle:
+    """A log file as text: undecodable bytes replaced, NULs dropped (binary junk must not raise).
+    Only a regular file is opened (a FIFO named like a log would block forever: OSError)."""
+    with open_regular(path) as handle:
         data = handle.read()
     return decode(data)
 

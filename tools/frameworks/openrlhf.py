@@ -13,7 +13,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rlagent.tools.frameworks.lines import iter_lines, read_text
+from rlagent.tools import safefs
+from rlagent.tools.bounds import STEP_DIGITS
+from rlagent.tools.frameworks.lines import decode, iter_lines, read_text
 from rlagent.tools.frameworks.pydict import parse_py_dict
 from rlagent.tools.frameworks.records import Checkpoints, MetricRow, numeric_values
 
@@ -110,20 +112,26 @@ def read_console(path: str | Path) -> list[MetricRow]:
     return parse_console(read_text(path))
 
 
-_CKPT_DIR = re.compile(r"^global_step(\d+)$")
+_CKPT_DIR = re.compile(rf"^global_step({STEP_DIGITS})$", re.ASCII)
 
 
 def checkpoints(ckpt_path: str | Path) -> Checkpoints:
     """`{ckpt.path}/_actor/global_stepN/` (DeepSpeed tags) and `_actor/latest` (the tag of the last save)."""
     actor = Path(ckpt_path) / "_actor"
     found = Checkpoints()
-    if not actor.is_dir():
+    if not safefs.is_dir(actor, found.notes):
         found.notes.append(f"no _actor/ under {ckpt_path}")
         return found
-    found.steps = sorted(int(m.group(1)) for p in actor.iterdir() if p.is_dir() and (m := _CKPT_DIR.match(p.name)))
+    found.steps = sorted(
+        int(m.group(1)) for p in safefs.list_dir(actor, found.notes) if (m := _CKPT_DIR.match(p.name)) and safefs.is_dir(p)
+    )
     latest = actor / "latest"
-    if latest.is_file():
-        tag = latest.read_text(errors="replace").strip()
+    if safefs.is_file(latest, found.notes):
+        try:
+            tag = decode(safefs.read_regular(latest, limit=4096)).strip()
+        except OSError as exc:
+            found.notes.append(f"_actor/latest: unreadable ({safefs.reason(exc)})")
+            return found
         match = _CKPT_DIR.match(tag)
         if match:
             found.latest = int(match.group(1))

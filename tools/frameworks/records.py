@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from rlagent.tools.safefs import open_regular
+
 T = TypeVar("T")
 
 
@@ -42,10 +44,11 @@ class Checkpoints:
     notes: list[str] = field(default_factory=list)
 
 
-def read_bytes(path, result: ReadResult) -> bytes | None:
+def read_bytes(path, result: ReadResult, root=None) -> bytes | None:
     """A file's bytes, or None with a note: a file can vanish or be rotated between listing and reading."""
     try:
-        with open(path, "rb") as handle:
+        # Never a FIFO or a device (they block or never end); inside `root` when given (no link out of the run).
+        with open_regular(path, root) as handle:
             return handle.read()
     except OSError as error:
         result.notes.append(f"cannot read {path}: {error.strerror or error}")
@@ -58,7 +61,10 @@ def as_float(value: Any) -> float | None:
     if value is None:
         return float("nan")
     if isinstance(value, bool | int | float):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an integer beyond any float: junk
+            return None
     if isinstance(value, str):
         try:
             return float(value.strip())

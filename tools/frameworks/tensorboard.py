@@ -9,11 +9,14 @@ Files are appended live (torch flushes every 120 s): a partly written record at 
 
 from __future__ import annotations
 
+import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from rlagent.tools import safefs
 from rlagent.tools.frameworks.records import ReadResult
+from rlagent.tools.safefs import open_regular
 
 _MARKER = "tfevents"  # tensorboard io_wrapper.IsTensorFlowEventsFile
 _SIZE_GUIDANCE = {"scalars": 0, "tensors": 1, "histograms": 1, "images": 1, "audio": 1, "compressedHistograms": 1}
@@ -30,26 +33,26 @@ class ScalarRow:
 def event_files(path: str | Path) -> list[Path]:
     """The event file itself, or the event files directly in a directory, in name (= time) order."""
     path = Path(path)
-    if path.is_file():
+    if safefs.is_file(path):
         return [path]
-    if path.is_dir():
-        return sorted(p for p in path.iterdir() if p.is_file() and _MARKER in p.name)
-    return []
+    return sorted(p for p in safefs.list_dir(path) if _MARKER in p.name and safefs.is_file(p))
 
 
 def run_dirs(root: str | Path) -> list[Path]:
     """Every directory under `root` (itself included) that holds event files: one TB run each."""
     root = Path(root)
-    if not root.is_dir():
+    if not safefs.is_dir(root):
         return []
-    dirs = {p.parent for p in root.rglob(f"*{_MARKER}*") if p.is_file()}
+    dirs: set[Path] = set()
+    for dirpath, _, filenames in os.walk(root, onerror=lambda _: None):  # no link followed: a loop cannot spin
+        dirs.update(Path(dirpath) for name in filenames if _MARKER in name and safefs.is_file(Path(dirpath, name)))
     return sorted(dirs)
 
 
 def incomplete_tail(path: str | Path) -> int:
     """Bytes at the end of a TFRecord file that do not make a whole record (0 when the file ends cleanly).
     A record is: uint64 length, uint32 masked crc, data, uint32 masked crc."""
-    with open(path, "rb") as handle:
+    with open_regular(path) as handle:
         data = handle.read()
     pos = 0
     while pos < len(data):

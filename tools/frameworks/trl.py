@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rlagent.tools import safefs
+from rlagent.tools.bounds import STEP_DIGITS, plausible_step
 from rlagent.tools.frameworks.lines import decode, iter_lines, read_text
 from rlagent.tools.frameworks.pydict import parse_py_dict
 from rlagent.tools.frameworks.records import Checkpoints, MetricRow, ReadResult, as_float, numeric_values, read_bytes
@@ -104,17 +106,20 @@ def assign_steps_from_epoch(rows: list[MetricRow], steps_per_epoch: float) -> li
     return out
 
 
-def read_trainer_state(path: str | Path) -> ReadResult[MetricRow]:
+def read_trainer_state(path: str | Path, root: str | Path | None = None) -> ReadResult[MetricRow]:
     """`checkpoint-N/trainer_state.json`: `log_history` rows (each with `step`; Python json writes NaN).
     meta holds global_step, logging_steps, max_steps, epoch when present."""
     result: ReadResult[MetricRow] = ReadResult()
-    data = read_bytes(path, result)
+    data = read_bytes(path, result, root)
     if data is None:
         return result
     try:
         state = json.loads(decode(data))
     except ValueError as error:
-        result.notes.append(f"trainer_state.json is not valid JSON ({error.msg}); truncated or being written?")
+        result.notes.append(f"trainer_state.json is not valid JSON ({getattr(error, 'msg', error)}); truncated or being written?")
+        return result
+    except RecursionError:
+        result.notes.append("trainer_state.json is nested too deep; not read")
         return result
     if not isinstance(state, dict):
         result.notes.append("trainer_state.json is not an object")
@@ -133,7 +138,7 @@ def read_trainer_state(path: str | Path) -> ReadResult[MetricRow]:
         values = numeric_values({key: value for key, value in entry.items() if key != "step"})
         result.rows.append(
             MetricRow(
-                step=int(step) if isinstance(step, int | float) else None,
+                step=int(step) if plausible_step(step) else None,  # NaN, 1e300, -5: no step
                 values=values,
                 kind=classify(entry) or "train",
             )
@@ -157,19 +162,30 @@ class CompletionSample:
 _COMPLETION_CORE = ("step", "prompt", "completion", "advantage")
 
 
-def read_completions(path: str | Path) -> ReadResult[CompletionSample]:
+def read_completions(path: str | Path, root: str | Path | None = None) -> ReadResult[CompletionSample]:
     """One completions parquet file, or every `completions_*.parquet` of a directory in step order."""
     result: ReadResult[CompletionSample] = ReadResult()
     root = Path(path)
-    files = sorted(root.glob("completions_*.parquet")) if root.is_dir() else [root]
+    if safefs.is_dir(root, result.notes):
+        files = sorted(
+            p for p in safefs.list_dir(root, result.notes) if p.name.startswith("completions_") and p.suffix == ".parquet"
+        )
+    else:
+        files = [root]
     try:
+        import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:  # pragma: no cover - pyarrow is a dependency
         result.notes.append("pyarrow is not installed; completions not read")
         return result
     for file in files:
+        try:  # read through safefs: pyarrow would open a FIFO (and block) or follow a link anywhere
+            data = safefs.read_regular(file, root, limit=MAX_PARQUET_BYTES)
+        except OSError as error:
+            result.notes.append(f"{file.name}: unreadable ({safefs.reason(error)})")
+            continue
         try:
-            records = pq.read_table(file).to_pylist()
+            records = pq.read_table(pa.BufferReader(data)).to_pylist()
         except Exception as error:  # pyarrow raises several types (ArrowInvalid, OSError) for bad files
             result.notes.append(f"{file.name}: not readable as parquet ({type(error).__name__})")
             continue
@@ -188,7 +204,7 @@ def read_completions(path: str | Path) -> ReadResult[CompletionSample]:
             advantage = record.get("advantage")
             result.rows.append(
                 CompletionSample(
-                    step=int(step) if isinstance(step, int | float) else None,
+                    step=int(step) if plausible_step(step) else None,
                     prompt=record.get("prompt"),
                     completion=record.get("completion"),
                     advantage=as_float(advantage) if advantage is not None else None,
@@ -199,7 +215,9 @@ def read_completions(path: str | Path) -> ReadResult[CompletionSample]:
     return result
 
 
-_CKPT_DIR = re.compile(r"^checkpoint-(\d+)$")
+_CKPT_DIR = re.compile(rf"^checkpoint-({STEP_DIGITS})$", re.ASCII)
+MAX_PARQUET_BYTES = 256 << 20
+"""A completions file larger than this is not read (one step's samples are far smaller)."""
 
 
 def checkpoints(output_dir: str | Path) -> Checkpoints:
@@ -207,14 +225,14 @@ def checkpoints(output_dir: str | Path) -> Checkpoints:
     trainer_state.json is reported (a save that did not finish)."""
     root = Path(output_dir)
     found = Checkpoints()
-    if not root.is_dir():
+    if not safefs.is_dir(root, found.notes):
         found.notes.append(f"{root} is not a directory")
         return found
-    for path in root.iterdir():
+    for path in safefs.list_dir(root, found.notes):
         match = _CKPT_DIR.match(path.name)
-        if match and path.is_dir():
+        if match and safefs.is_dir(path, found.notes):
             found.steps.append(int(match.group(1)))
-            if not (path / "trainer_state.json").is_file():
+            if not safefs.is_file(path / "trainer_state.json", found.notes):
                 found.notes.append(f"{path.name} has no trainer_state.json")
     found.steps.sort()
     found.latest = found.steps[-1] if found.steps else None

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rlagent.tools import safefs
+from rlagent.tools.bounds import STEP_DIGITS, plausible_step
 from rlagent.tools.frameworks.lines import decode, iter_lines, read_text
 from rlagent.tools.frameworks.records import Checkpoints, MetricRow, ReadResult, as_float, numeric_values, read_bytes
 
@@ -86,11 +88,14 @@ def read_file_logger(path: str | Path) -> ReadResult[MetricRow]:
             continue
         try:
             obj = json.loads(line)
-            step = int(obj["step"])
+            step = obj["step"]
+            if not plausible_step(step):
+                raise ValueError("step out of range")
+            step = int(step)
             data = obj["data"]
             if not isinstance(data, dict):
                 raise TypeError("data is not an object")
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):  # RecursionError: JSON nested too deep
             if index == len(lines) - 1:
                 result.notes.append(f"last line {index + 1} is incomplete (file still being written?)")
             else:
@@ -131,7 +136,7 @@ def read_rollouts(path: str | Path) -> ReadResult[RolloutSample]:
             continue
         try:
             obj = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: JSON nested too deep
             bad += 1
             continue
         if not isinstance(obj, dict) or "output" not in obj:
@@ -140,7 +145,7 @@ def read_rollouts(path: str | Path) -> ReadResult[RolloutSample]:
         step = obj.get("step")
         result.rows.append(
             RolloutSample(
-                step=int(step) if isinstance(step, int | float) and not isinstance(step, bool) else None,
+                step=int(step) if plausible_step(step) else None,
                 input=str(obj.get("input", "")),
                 output=str(obj.get("output", "")),
                 gts=obj.get("gts"),
@@ -156,15 +161,14 @@ def read_rollouts(path: str | Path) -> ReadResult[RolloutSample]:
 def rollout_files(directory: str | Path) -> dict[int, Path]:
     """step -> `{step}.jsonl` in a `rollout_data_dir` / `validation_data_dir`."""
     out: dict[int, Path] = {}
-    root = Path(directory)
-    if root.is_dir():
-        for path in root.glob("*.jsonl"):
-            if path.stem.isdigit():
-                out[int(path.stem)] = path
+    for path in safefs.list_dir(Path(directory)):
+        if path.suffix == ".jsonl" and _STEP_NAME.fullmatch(path.stem):  # a step within bounds.MAX_STEP
+            out[int(path.stem)] = path
     return dict(sorted(out.items()))
 
 
-_CKPT_DIR = re.compile(r"^global_step_(\d+)$")
+_STEP_NAME = re.compile(STEP_DIGITS, re.ASCII)
+_CKPT_DIR = re.compile(rf"^global_step_({STEP_DIGITS})$", re.ASCII)
 TRACKER_FILE = "latest_checkpointed_iteration.txt"
 
 
@@ -172,14 +176,20 @@ def checkpoints(default_local_dir: str | Path) -> Checkpoints:
     """`global_step_N/` folders and the `latest_checkpointed_iteration.txt` tracker (holds `N`)."""
     root = Path(default_local_dir)
     found = Checkpoints()
-    if not root.is_dir():
+    if not safefs.is_dir(root, found.notes):
         found.notes.append(f"{root} is not a directory")
         return found
-    found.steps = sorted(int(m.group(1)) for p in root.iterdir() if p.is_dir() and (m := _CKPT_DIR.match(p.name)))
+    found.steps = sorted(
+        int(m.group(1)) for p in safefs.list_dir(root, found.notes) if (m := _CKPT_DIR.match(p.name)) and safefs.is_dir(p)
+    )
     tracker = root / TRACKER_FILE
-    if tracker.is_file():
-        text = tracker.read_text(errors="replace").strip()
-        if text.isdigit():
+    if safefs.is_file(tracker, found.notes):
+        try:
+            text = decode(safefs.read_regular(tracker, limit=4096)).strip()
+        except OSError as exc:
+            found.notes.append(f"{TRACKER_FILE}: unreadable ({safefs.reason(exc)})")
+            return found
+        if _STEP_NAME.fullmatch(text):
             found.latest = int(text)
             if found.latest not in found.steps:
                 found.notes.append(f"{TRACKER_FILE} names step {found.latest} but global_step_{found.latest}/ is missing")
