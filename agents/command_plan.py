@@ -63,7 +63,7 @@ def find_launch_command(state: CheckinState, deps: PlanDeps) -> tuple[LaunchComm
     if state.memory.launch_seen is not None:
         seen = state.memory.launch_seen
         return seen.model_copy(update={"detail": f"{seen.detail}, read while the run was alive"}), tried
-    tried.append("WANDB_ARGS: no live untitled process of the run to read it from (setproctitle hides the titled ones')")
+    tried.append("WANDB_ARGS: no live untitled process of the run to read it from (setproctitle hides the titled ones)")
     found = launch_source.from_sbatch(Path(state.run.run_dir)) or framework_launch(state)
     if found:
         return found, tried
