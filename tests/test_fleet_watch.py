@@ -66,8 +66,10 @@ def test_a_run_whose_check_in_raises_does_not_stop_the_others(tmp_path):
             rep = watcher.round()
             by_name = {o.run.name: o for o in rep.outcomes}
             assert by_name["good"].summary is not None and by_name["good"].summary.health == "Healthy"
-            assert by_name["broken"].error and "OperationalError" in by_name["broken"].error
-            assert any(n.startswith("broken: check-in failed (OperationalError") for n in rep.notes)
+            # a store error names the store and what SQLite said (graph/store.py: StoreError)
+            assert by_name["broken"].error.startswith("StoreError: state store ")
+            assert "state.db: unable to open database file" in by_name["broken"].error
+            assert any(n.startswith("broken: check-in failed (StoreError: state store") for n in rep.notes)
         # the summary and round 1's entry; round 2 of an offline run with nothing new appends nothing
         assert (root / "good" / "STATUS.md").read_text().count("<!-- rlagent:checkin") == 2
     finally:
