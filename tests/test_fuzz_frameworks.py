@@ -226,7 +226,10 @@ def test_healthy_framework_runs_with_junk_added_stay_healthy(healthy, framework,
             [(f.id, f.summary) for f in second.out.findings],
             second.out.observation.notes,
         )
-        assert second.checkin == 2 and second.out.written, second.out.write_error
+        assert second.checkin == 2 and second.out.write_error is None
+        # an offline re-check that read nothing new (junk appended to a file that is not a log)
+        # appends nothing by design (issue 11); one that read anything is appended
+        assert second.out.written == (second.out.observation.bytes_read > 0)
 
 
 # --- Files that change under the reader ---------------------------------------------------------
