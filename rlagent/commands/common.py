@@ -139,6 +139,20 @@ def effects_for(settings: Settings):
     return Effects(cluster=SystemCluster(SlurmSettings(ssh=settings.slurm_ssh)))
 
 
+def monitor_options(settings: Settings) -> dict:
+    """What every Monitor a command opens takes from the settings (`check`, `run`, `watch`)."""
+    return {
+        "home": settings.home,
+        "offline": settings.offline,
+        "write": settings.write,
+        "thresholds": settings.thresholds,
+        "log_timezone": settings.log_timezone,
+        "probe_timeout_s": settings.probe_timeout_s,
+        "effects": effects_for(settings),
+        "lock_timeout_s": settings.seconds("lock_timeout"),
+    }
+
+
 def open_monitor(run_dir: Path, settings: Settings, actions=None, framework: str | None = None):
     """The monitor of the run at `run_dir` (a user error if there is no run or no state store)."""
     from rlagent.graph.runner import Monitor
@@ -148,19 +162,7 @@ def open_monitor(run_dir: Path, settings: Settings, actions=None, framework: str
     except RunNotFound as exc:
         fail(str(exc))
     try:
-        return Monitor(
-            run,
-            home=settings.home,
-            offline=settings.offline,
-            write=settings.write,
-            thresholds=settings.thresholds,
-            log_timezone=settings.log_timezone,
-            probe_timeout_s=settings.probe_timeout_s,
-            actions=actions,
-            llm=llm_runtime(settings),
-            effects=effects_for(settings),
-            lock_timeout_s=settings.seconds("lock_timeout"),
-        )
+        return Monitor(run, actions=actions, llm=llm_runtime(settings), **monitor_options(settings))
     except OSError as exc:
         fail(f"state store under {settings.home}: {exc.strerror or exc}")
     except StoreError as exc:

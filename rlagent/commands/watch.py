@@ -134,19 +134,8 @@ def watch(
     def make_monitor(run):
         # One LLM runtime per run: a runtime holds the session of the check-in it runs, and the
         # check-ins of different runs run at the same time.
-        return Monitor(
-            run,
-            home=settings.home,
-            offline=settings.offline,
-            write=settings.write,
-            thresholds=settings.thresholds,
-            log_timezone=settings.log_timezone,
-            probe_timeout_s=settings.probe_timeout_s,
-            actions=actions,
-            llm=LLMRuntime.from_settings(settings.llm),
-            effects=common.effects_for(settings),
-            retire_finished=True,
-        )
+        llm = LLMRuntime.from_settings(settings.llm)
+        return Monitor(run, actions=actions, llm=llm, retire_finished=True, **common.monitor_options(settings))
 
     watcher = Watcher(
         roots,

@@ -17,7 +17,6 @@ from rlagent.tools.frameworks.records import MetricRow
 
 _GLOBAL = re.compile(r"(?:✨\s*)?Global step (\d+): (\{.*\})\s*$")
 _EPISODE = re.compile(r"Episode \[(\d+)/(\d+)\]")
-_EVAL = re.compile(r"Evaluation completed in [^,]*, global_step (\d+), eval_metrics: (\{.*\})\s*$")
 
 
 class OpenRLHFAdapter(ConsoleAdapter):
@@ -35,7 +34,7 @@ class OpenRLHFAdapter(ConsoleAdapter):
             row = openrlhf.parse_global_step_line(text, line.lineno)
             return [row] if row is not None else []
         if "Evaluation completed" in text:
-            match = _EVAL.search(text)
+            match = openrlhf.EVAL_LINE.search(text)
             data = fast_dict(match.group(2)) if match else None
             if match and data is not None:  # the fast path; anything else goes through the full parser
                 values = {k: (float("nan") if v is None else v) for k, v in data.items()}

@@ -20,7 +20,7 @@ from rlagent.tools.frameworks.pydict import parse_py_dict
 from rlagent.tools.frameworks.records import Checkpoints, MetricRow, numeric_values
 
 _GLOBAL_STEP = re.compile(r"(?:✨\s*)?Global step (\d+): (\{.*\})\s*$")
-_EVAL = re.compile(r"Evaluation completed in [^,]*, global_step (\d+), eval_metrics: (\{.*\})\s*$")
+EVAL_LINE = re.compile(r"Evaluation completed in [^,]*, global_step (\d+), eval_metrics: (\{.*\})\s*$")
 # tqdm meter: `desc: pct%|bar| n/total [elapsed<remaining, rate, k=v, ...]` (also `n it [..]` without total)
 _BAR = re.compile(
     r"^(?P<desc>.*?):?\s*(?:(?P<pct>\d+)%\|[^|]*\|\s*)?(?P<n>\d+)(?:/(?P<total>\d+))?(?:it)?\s*\[(?P<meta>[^\[\]]*)\]\s*$"
@@ -40,7 +40,7 @@ def parse_global_step_line(line: str, lineno: int | None = None) -> MetricRow | 
 
 def parse_eval_line(line: str, lineno: int | None = None) -> MetricRow | None:
     """`✨ Evaluation completed in 0:01:02, global_step 10, eval_metrics: {'eval_gsm8k_pass1': ...}`."""
-    match = _EVAL.search(line)
+    match = EVAL_LINE.search(line)
     if not match:
         return None
     data = parse_py_dict(match.group(2))
