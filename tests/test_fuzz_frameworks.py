@@ -196,7 +196,9 @@ FRAMEWORK_JUNK = st.one_of(
     ),
     st.sampled_from(["99999999999999999999", "1e300", "-3"]).map(lambda n: f"step:{n} - actor/entropy:0.5".encode()),
     st.sampled_from(["1e300", "1" * 400, "inf"]).map(lambda n: f"{{'epoch': {n}}}".encode()),
-    st.sampled_from(["1e300", "inf"]).map(lambda n: f"Global step 3: {{'reward': {n}}}".encode()),
+    # Out-of-range steps only: a well-formed line for a real step reporting `reward: inf` (or 1e300)
+    # is not junk but a reward, which the rules judge (test_a_well_formed_non_finite_metric_line_is_nan_detected).
+    st.sampled_from(["99999999999999999999", "-3", "1e300"]).map(lambda n: f"Global step {n}: {{'reward': 0.5}}".encode()),
     st.integers(1, 100_000).map(lambda n: b"a: " + b"[" * n),
 )
 
@@ -230,6 +232,30 @@ def test_healthy_framework_runs_with_junk_added_stay_healthy(healthy, framework,
         # an offline re-check that read nothing new (junk appended to a file that is not a log)
         # appends nothing by design (issue 11); one that read anything is appended
         assert second.out.written == (second.out.observation.bytes_read > 0)
+
+
+NON_FINITE_LINES = {
+    "verl": b"step:41 - actor/entropy:nan",
+    # tqdm.write clears the bar (this log ends in one, as TRL's do) and writes the dict line
+    "trl": b"\r" + b" " * 50 + b"\r{'loss': nan, 'grad_norm': nan, 'learning_rate': 1e-06, 'epoch': 0.5}",
+    "openrlhf": b"Global step 3: {'reward': inf}",
+}
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_a_well_formed_non_finite_metric_line_is_nan_detected(healthy, framework):
+    """The counterpart of the junk test: a line in the framework's own metric format reporting a NaN or
+    an inf is not junk, wherever in the run it lands; the run is Degraded with nan_detected."""
+    with copy_of(healthy[framework]) as run:
+        home = run.parent / "home"
+        assert checked(run, home, framework).out.health is Health.HEALTHY
+        target = run / TARGETS[framework]["console log"]
+        before = target.stat()
+        with open(target, "ab") as f:
+            f.write(NON_FINITE_LINES[framework] + b"\n")
+        os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+        out = checked(run, home, framework).out
+        assert out.health is Health.DEGRADED and {f.id for f in out.findings} == {"nan_detected"}, out.findings
 
 
 # --- Files that change under the reader ---------------------------------------------------------
