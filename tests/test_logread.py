@@ -222,3 +222,44 @@ def test_local_time_zone_of_the_logs_is_converted_to_utc(tmp_path):
     write(log, loguru_line("09:00:00", "SUCCESS", orch_step(1)), mtime=datetime(2026, 11, 20, 14, 0, 1, tzinfo=UTC))
     ((_, when),) = read_log(log, "logs/orchestrator.log", None, ZoneInfo("America/New_York")).steps
     assert when == datetime(2026, 11, 20, 14, 0, tzinfo=UTC)
+
+
+def _summary(read):
+    return (
+        [(s.process, s.step, s.values, when) for s, when in read.steps],
+        [(e.line, e.kind, e.time, e.message) for e in read.events],
+        {t: (g.count, g.first.line, g.first.time, g.last.line, g.last.time) for t, g in read.groups.items()},
+        read.step_counts,
+        (read.cursor.offset, read.cursor.lines, read.cursor.last_time, read.cursor.step),
+    )
+
+
+def test_a_read_taken_a_chunk_at_a_time_dates_and_keeps_what_one_buffer_does(tmp_path, monkeypatch):
+    """The scanner hands read_log its candidate lines a buffer at a time and read_log keeps none of
+    them (100,000 step lines held at once were 100 MB); the dates, which a first read anchors at the
+    file's end, come out the same as from one buffer, across three midnights and junk times."""
+    from rlagent.tools import logscan
+
+    log = tmp_path / "orchestrator.log"
+    records, clock = [], datetime(2026, 11, 18, 22, 0, tzinfo=UTC)
+    for n in range(1, 1601):
+        clock += timedelta(seconds=151)
+        stamp = clock.strftime("%H:%M:%S") if n % 97 else "99:99:99"  # a junk time now and then
+        records.append(loguru_line(stamp, "SUCCESS", orch_step(n, reward=n / 1600)))
+        if n % 50 == 0:
+            records.append(loguru_line(stamp, "WARNING", f"Env server slow: {n} ms"))
+    write(log, "".join(records), mtime=clock + timedelta(seconds=1))
+
+    whole = read_log(log, "logs/orchestrator.log", None, TZ)
+    monkeypatch.setattr(logscan, "CHUNK", 4096)  # ~100 buffers
+    chunked = read_log(log, "logs/orchestrator.log", None, TZ)
+    assert _summary(chunked) == _summary(whole)
+    dates = [when for _, when in chunked.steps]
+    assert dates[-1] == clock.replace(microsecond=0) and dates[1] == datetime(2026, 11, 18, 22, 5, 2, tzinfo=UTC)
+    assert dates[96] == dates[95]  # a junk time takes the real one before it
+
+    # grown and read on from the cursor, a chunk at a time, it still dates on from the last line
+    more = "".join(loguru_line((clock + timedelta(minutes=k)).strftime("%H:%M:%S"), "SUCCESS", orch_step(1600 + k)) for k in (1, 2))
+    write(log, more, mtime=clock + timedelta(minutes=2, seconds=1))
+    later = read_log(log, "logs/orchestrator.log", chunked.cursor, TZ)
+    assert [when for _, when in later.steps] == [clock.replace(microsecond=0) + timedelta(minutes=k) for k in (1, 2)]

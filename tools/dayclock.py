@@ -8,6 +8,7 @@ date of the last line seen, and re-anchor if the file was silent for a day or mo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 from rlagent.tools.bounds import clamp_time
@@ -33,55 +34,74 @@ def date_points(
     A point that is no time of day (`99:99:99` in junk) takes the date of the real one before it
     (or after it, or the previous read's last), so it neither breaks nor moves the dating; a junk
     mtime is clamped."""
-    mtime = clamp_time(mtime)
-    valid = [p for p in points if 0 <= p[1] < 86400]
-    dated = _date_valid(valid, previous=previous, mtime=mtime, tz=tz) if valid else {}
-    if len(valid) == len(points):
-        return dated
-    nearest = dated[valid[0][0]] if valid else previous or datetime.fromtimestamp(mtime, UTC)
-    out: dict[int, datetime] = {}
-    for line_no, _ in points:
-        nearest = dated.get(line_no, nearest)
-        out[line_no] = nearest
-    return out
+    clock = DayClock(previous, tz)
+    moments = [(line_no, clock.moment(seconds)) for line_no, seconds in points]
+    to_time = clock.resolver(mtime)
+    return {line_no: to_time(moment) for line_no, moment in moments}
 
 
-def _date_valid(
-    points: list[tuple[int, int]],
-    *,
-    previous: datetime | None,
-    mtime: float,
-    tz: tzinfo,
-) -> dict[int, datetime]:
-    day_index: list[int] = []
-    day = 0
-    last = None if previous is None else _seconds(previous.astimezone(tz))
-    for _, seconds in points:
-        if last is not None and seconds < last - _HALF_DAY:
-            day += 1
-        day_index.append(day)
-        last = seconds
-    if previous is not None:
-        base = previous.astimezone(tz).date()
-        dated = _build(points, day_index, base, tz)
-        newest = dated[points[-1][0]]
-        if datetime.fromtimestamp(mtime, UTC) - newest < timedelta(hours=20):
-            return dated
-    # Anchor: the newest point was written at or shortly before the file's mtime.
-    modified = datetime.fromtimestamp(mtime, tz)
-    newest_date = modified.date()
-    if points[-1][1] > _seconds(modified) + 120:
-        newest_date -= timedelta(days=1)
-    base = newest_date - timedelta(days=day_index[-1])
-    return _build(points, day_index, base, tz)
+PENDING = -1
+"""The moment of a junk time before any real one: it takes the first real one's date."""
 
 
-def _build(points: list[tuple[int, int]], day_index: list[int], base: date, tz: tzinfo) -> dict[int, datetime]:
-    out: dict[int, datetime] = {}
-    for (line_no, seconds), day in zip(points, day_index, strict=True):
-        local = datetime.combine(base + timedelta(days=day), time(seconds // 3600, seconds // 60 % 60, seconds % 60))
-        out[line_no] = local.replace(tzinfo=tz).astimezone(UTC)
-    return out
+class DayClock:
+    """`date_points` as a stream, for reads too long to hold their lines: feed the seconds of day of
+    the points in line order and get each a moment at once (days since the read's first day x 86400
+    + seconds); once the read is done, `resolver` turns moments into dates, anchored as
+    `date_points` anchors them (the previous read's date, else the file's mtime)."""
+
+    def __init__(self, previous: datetime | None, tz: tzinfo) -> None:
+        self.previous, self.tz = previous, tz
+        self._last = None if previous is None else _seconds(previous.astimezone(tz))
+        self._day = 0
+        self.fed = False
+        self.first: int | None = None
+        self.newest: int | None = None
+        """Moment of the newest real time of day fed."""
+
+    def moment(self, seconds: int) -> int:
+        self.fed = True
+        if not 0 <= seconds < 86400:  # junk: the real one before it (PENDING if none yet)
+            return PENDING if self.newest is None else self.newest
+        if self._last is not None and seconds < self._last - _HALF_DAY:
+            self._day += 1  # more than 12 h backwards: midnight passed
+        self._last = seconds
+        self.newest = self._day * 86400 + seconds
+        if self.first is None:
+            self.first = self.newest
+        return self.newest
+
+    def resolver(self, mtime: float) -> Callable[[int], datetime]:
+        """moment -> aware UTC datetime, once every point of the read was fed."""
+        tz, mtime = self.tz, clamp_time(mtime)
+        if self.newest is None:  # no real time at all
+            fallback = self.previous or datetime.fromtimestamp(mtime, UTC)
+            return lambda _moment: fallback
+        newest_day, newest_seconds = divmod(self.newest, 86400)
+        base = None
+        if self.previous is not None:
+            base = self.previous.astimezone(tz).date()
+            if datetime.fromtimestamp(mtime, UTC) - _at(base, self.newest, tz) >= timedelta(hours=20):
+                base = None  # silent for a day or more: re-anchor
+        if base is None:  # the newest point was written at or shortly before the file's mtime
+            modified = datetime.fromtimestamp(mtime, tz)
+            newest_date = modified.date()
+            if newest_seconds > _seconds(modified) + 120:
+                newest_date -= timedelta(days=1)
+            base = newest_date - timedelta(days=newest_day)
+        first = self.first
+        assert first is not None
+
+        def to_time(moment: int) -> datetime:
+            return _at(base, first if moment == PENDING else moment, tz)
+
+        return to_time
+
+
+def _at(base: date, moment: int, tz: tzinfo) -> datetime:
+    day, seconds = divmod(moment, 86400)
+    local = datetime.combine(base + timedelta(days=day), time(seconds // 3600, seconds // 60 % 60, seconds % 60))
+    return local.replace(tzinfo=tz).astimezone(UTC)
 
 
 def _seconds(moment: datetime) -> int:

@@ -7,13 +7,14 @@ formats, nothing of the graph.
 from __future__ import annotations
 
 from collections import defaultdict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import NamedTuple
 
 from rlagent.models.observation import FileCursor, LogEvent, WarningGroup
-from rlagent.tools.dayclock import date_points
+from rlagent.tools.dayclock import PENDING, DayClock
 from rlagent.tools.layout import process_of
 from rlagent.tools.logscan import INFERENCE_NEEDLES, NEEDLES, ScannedLine, ScanResult, scan_file
 from rlagent.tools.patterns import classify, detail_kinds, message_template
@@ -46,7 +47,8 @@ class _Raw(NamedTuple):
     """A notable line before it becomes a LogEvent: most are dropped or only counted."""
 
     line: int
-    when: datetime | None
+    when: int | None
+    """A moment of the read (tools.dayclock), made a datetime when the read is done."""
     level: str
     message: str
     detail: str
@@ -73,7 +75,18 @@ def read_log(path: Path, rel: str, cursor: FileCursor | None, tz: tzinfo, keep_p
         out.notes.append(plan.note)
     if plan.end <= plan.start:
         return out
-    scan = _scan(path, rel, plan, out.notes)
+    # The candidate lines are taken a chunk at a time, dated as they come (moments, tools.dayclock)
+    # and dropped: only what the records keep is dated for good once the read's anchor is known.
+    clock = DayClock(None if plan.fresh else new_cursor.last_time, tz)
+    records = _Records(rel, new_cursor, keep_per_kind)
+
+    def take(lines: list[ScannedLine], stamps: list[tuple[int, int]]) -> None:
+        points = sorted({(ln.line_no, ln.head.seconds) for ln in lines if ln.head} | set(stamps))
+        moments = {line_no: clock.moment(seconds) for line_no, seconds in points}
+        for line in lines:
+            records.read(line, moments.get(line.line_no), out)
+
+    scan = _scan(path, rel, plan, out.notes, take)
     if scan is None:
         return LogRead(rel, cursor, notes=out.notes)
     new_cursor.offset = scan.end
@@ -83,33 +96,23 @@ def read_log(path: Path, rel: str, cursor: FileCursor | None, tz: tzinfo, keep_p
         out.notes.append(f"{rel}: {scan.binary_lines} line(s) of binary junk (NUL bytes or invalid UTF-8), not quoted")
     if scan.long_lines:
         out.notes.append(f"{rel}: {scan.long_lines} over-long line(s) read only in part")
-    dates = _dates(scan, plan, new_cursor, tz)
-    records = _Records(rel, new_cursor, keep_per_kind)
-    for line in scan.lines:
-        records.read(line, dates.get(line.line_no), out)
-    records.finish(out)
+    to_time = clock.resolver(plan.mtime)
+    if clock.fed:
+        new_cursor.last_time = to_time(clock.newest if clock.newest is not None else PENDING)
+    records.finish(out, to_time)
     return out
 
 
-def _scan(path: Path, rel: str, plan: ReadPlan, notes: list[str]) -> ScanResult | None:
-    """The scanner's candidate lines of the planned range; None (and a note) if the file went away."""
+def _scan(path: Path, rel: str, plan: ReadPlan, notes: list[str], sink) -> ScanResult | None:
+    """Scan the planned range, its candidate lines to `sink`; None (and a note) if the file went away."""
     try:
         needles = INFERENCE_NEEDLES if Path(rel).name.startswith("inference") else NEEDLES
-        return scan_file(path, plan.start, plan.end, plan.first_line, needles)
+        return scan_file(path, plan.start, plan.end, plan.first_line, needles, sink)
     except FileNotFoundError:
         notes.append(f"{rel} was deleted while being read")
     except OSError as exc:
         notes.append(f"{rel}: read failed ({exc.strerror or exc})")
     return None
-
-
-def _dates(scan: ScanResult, plan: ReadPlan, cursor: FileCursor, tz: tzinfo) -> dict[int, datetime]:
-    """Line number -> date and time of the dated lines (the cursor carries the newest on)."""
-    points = sorted({(ln.line_no, ln.head.seconds) for ln in scan.lines if ln.head} | set(scan.stamps))
-    dates = date_points(points, previous=None if plan.fresh else cursor.last_time, mtime=plan.mtime, tz=tz)
-    if points:
-        cursor.last_time = dates[points[-1][0]]
-    return dates
 
 
 class _Records:
@@ -130,7 +133,7 @@ class _Records:
         if raw.step is not None:
             self.step_counts[raw.kind][raw.step] += 1
 
-    def read(self, line: ScannedLine, when: datetime | None, out: LogRead) -> None:
+    def read(self, line: ScannedLine, when: int | None, out: LogRead) -> None:
         head = line.head
         if head is None:
             kind, numbers = classify(line.text, "STDERR")
@@ -143,14 +146,14 @@ class _Records:
             return
         self._record(line, head.level, when)
 
-    def _orphans(self, line: ScannedLine, when: datetime | None) -> None:
+    def _orphans(self, line: ScannedLine, when: int | None) -> None:
         """Lines with no head of their own after an INFO/SUCCESS line (C++ or torchrun stderr)."""
         for index, text in enumerate(line.detail):
             kind, numbers = classify(text, "STDERR") if text else (None, [])
             if kind is not None:
                 self.keep(_Raw(line.line_no + 1 + index, when, "STDERR", text, "", kind, numbers, self.cursor.step))
 
-    def _step_or_eval(self, message: str, when: datetime | None, out: LogRead) -> bool:
+    def _step_or_eval(self, message: str, when: int | None, out: LogRead) -> bool:
         """A step or eval line goes to `out` (and moves the cursor's step); True if it was one."""
         if message.startswith("Step "):
             step_line = parse_step_line(message, self.process_hint)
@@ -168,7 +171,7 @@ class _Records:
                 return True
         return False
 
-    def _record(self, line: ScannedLine, level: str, when: datetime | None) -> None:
+    def _record(self, line: ScannedLine, level: str, when: int | None) -> None:
         """A record: classified, grouped when a warning or error, its detail lines classified too."""
         assert line.head is not None
         message = line.head.message
@@ -192,24 +195,28 @@ class _Records:
                 text = line.detail[index]
                 self.keep(_Raw(line.line_no + 1 + index, when, level, text, "", extra, extra_numbers, raw.step))
 
-    def finish(self, out: LogRead) -> None:
+    def finish(self, out: LogRead, to_time: Callable[[int], datetime]) -> None:
+        """Turn what was kept into events and groups, their moments into datetimes."""
         rel = self.rel
+        out.steps.retime(to_time)
         out.events = sorted(
-            (_event(rel, r) for bucket in self.kept.values() for r in bucket), key=lambda e: (e.line, e.kind or "")
+            (_event(rel, r, to_time) for bucket in self.kept.values() for r in bucket), key=lambda e: (e.line, e.kind or "")
         )
         out.step_counts = {kind: dict(counts) for kind, counts in self.step_counts.items()}
         out.groups = {
-            template: WarningGroup(template=template, level=level, count=count, first=_event(rel, first), last=_event(rel, last))
+            template: WarningGroup(
+                template=template, level=level, count=count, first=_event(rel, first, to_time), last=_event(rel, last, to_time)
+            )
             for template, (level, count, first, last) in self.groups.items()
         }
 
 
-def _event(rel: str, raw: _Raw) -> LogEvent:
+def _event(rel: str, raw: _Raw, to_time: Callable[[int], datetime]) -> LogEvent:
     detail = raw.detail if len(raw.detail) <= 2000 else f"{raw.detail[:500]}\n…\n{raw.detail[-1500:]}"  # the exception is last
     return LogEvent(
         file=rel,
         line=raw.line,
-        time=raw.when,
+        time=None if raw.when is None else to_time(raw.when),
         level=raw.level,
         message=raw.message.split("\n", 1)[0][:500],
         detail=detail,

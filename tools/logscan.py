@@ -9,6 +9,7 @@ Only complete lines are consumed: a half-written last line is left for the next 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rlagent.tools.loglines import Head, clean, parse_head
@@ -56,12 +57,18 @@ class ScanResult:
 
 
 def scan_file(
-    path: str | os.PathLike, start: int, end: int, first_line_no: int, needles: tuple[bytes, ...] = NEEDLES
+    path: str | os.PathLike,
+    start: int,
+    end: int,
+    first_line_no: int,
+    needles: tuple[bytes, ...] = NEEDLES,
+    sink: Callable[[list[ScannedLine], list[tuple[int, int]]], None] | None = None,
 ) -> ScanResult:
     """Scan complete lines of `path` in [start, end); line numbers continue from first_line_no.
 
     Chunks are read into one reused buffer, after the partial line carried from the last one,
-    and scanned in place (no copies of the bulk bytes).
+    and scanned in place (no copies of the bulk bytes). With a `sink`, each chunk's lines and
+    stamps go to it, in order, and are not kept: a read of 100,000 step lines holds one chunk's.
     """
     result = ScanResult(end=start)
     line_no = first_line_no  # number of the next line to be read
@@ -88,6 +95,9 @@ def scan_file(
                     carry = MAX_LINE
                 continue
             line_no = _scan_buffer(buf, cut, line_no, result, needles)
+            if sink is not None:
+                sink(result.lines, result.stamps)
+                result.lines, result.stamps = [], []
             carry = filled - cut
             buf[:carry] = buf[cut:filled]
             result.end = pos - carry

@@ -11,8 +11,9 @@ per table plus the few early ones.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
+from typing import Any
 
 from rlagent.tools.steplines import StepLine
 
@@ -88,6 +89,12 @@ class StepLines:
                 self.newest[line.process] = when
             if len(self._when) > 4 * self.keep + sum(len(t.pinned) for t in self._tables.values()):
                 self._when = {k: w for k, w in self._when.items() if k[1] in self._tables[k[0]]}
+
+    def retime(self, to_time: Callable[[Any], datetime]) -> None:
+        """Map the times kept through `to_time` (a reader that dates its lines once the read is done
+        appends them as moments: tools.logread)."""
+        self._when = {key: to_time(when) for key, when in self._when.items()}
+        self.newest = {process: to_time(when) for process, when in self.newest.items()}
 
     def __iter__(self) -> Iterator[tuple[StepLine, datetime | None]]:
         for process, table in self._tables.items():
