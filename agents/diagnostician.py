@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from rlagent.agents.collector import NOTHING_READ
-from rlagent.agents.llm.diagnostician import refine, revise_with_claude
 from rlagent.agents.llm.runtime import LLMRuntime
 from rlagent.agents.persistence import with_persistence
 from rlagent.agents.proposals import propose, revise
@@ -25,6 +24,8 @@ from rlagent.models.state import CheckinState, typed_node
 def make_diagnostician(thresholds: Thresholds, llm: LLMRuntime | None = None) -> Callable[[CheckinState], dict]:
     """The rules always run first; with an LLM runtime, Claude then refines their result (or,
     on a revision round, may withdraw or revise the proposal) and the check-in's LLM use is recorded."""
+    if llm is not None:  # Claude's path, its prompts and models: 0.13 s of imports a rules-only check-in skips
+        from rlagent.agents.llm.diagnostician import refine, revise_with_claude
 
     def diagnostician(state: CheckinState) -> dict:
         if llm is None:

@@ -12,7 +12,6 @@ from loguru import logger
 
 from rlagent.agents.command_plan import PlanDeps, plan_command
 from rlagent.agents.llm.runtime import LLMRuntime
-from rlagent.agents.review.claude_team import claude_team
 from rlagent.agents.review.protocol import Reviewer, ReviewPacket
 from rlagent.models.actions import Check, Review, Verdict
 from rlagent.models.state import CheckinState, typed_node
@@ -60,7 +59,7 @@ def make_team_review(deps: ReviewDeps) -> Callable[[CheckinState], dict]:
             round=len(state.out.reviews) + 1,
             proposal=state.out.proposal,
             plan=plan,
-            verdicts=run_reviewers(claude_team(deps.reviewers, session), packet),
+            verdicts=run_reviewers(_team(deps.reviewers, session), packet),
         )
         changes = {"reviews": [*state.out.reviews, review]}
         if deps.llm is not None and session is not None:
@@ -68,3 +67,12 @@ def make_team_review(deps: ReviewDeps) -> Callable[[CheckinState], dict]:
         return changes
 
     return typed_node(team_review)
+
+
+def _team(reviewers: list[Reviewer], session) -> list[Reviewer]:
+    """The rules team, paired with Claude's personas when Claude is on (their imports are skipped when it is off)."""
+    if session is None:
+        return reviewers
+    from rlagent.agents.review.claude_team import claude_team
+
+    return claude_team(reviewers, session)
