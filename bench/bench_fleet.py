@@ -10,7 +10,7 @@ OpenRLHF, written by the simulator behind `rlagent simulate`. Then one `rlagent 
 process runs 1 cold round and --warm-rounds warm rounds (nothing new in the runs: the steady
 state of a fleet between appends) and this script reads, from the process itself:
   - round wall time, cold (round 1: every run's first check-in) and warm (median of the rest),
-  - peak RSS of the watcher process (ru_maxrss at exit),
+  - peak RSS of the watcher process (VmHWM at exit),
   - the HTML report build time inside the watcher (the last round's `report in`), and
   - `rlagent report ROOT -o FILE` as a whole process (start-up included), and the file's size.
 
@@ -59,9 +59,13 @@ FRAMEWORK_SCENARIOS = (
 )
 """A third of the fleet: SIMULATED verl, TRL and OpenRLHF runs (`rlagent simulate NAME DIR`)."""
 MIXED = SCENARIOS + FRAMEWORK_SCENARIOS
+# VmHWM, the watcher's own peak (Linux carries ru_maxrss over from the forking parent through exec).
 PEAK = (
-    "import atexit, resource, sys\n"
-    "atexit.register(lambda: sys.stderr.write(f'PEAK_RSS_KB {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n'))\n"
+    "import atexit, sys\n"
+    "def _peak():\n"
+    "    with open('/proc/self/status') as f:\n"
+    "        return next(line.split()[1] for line in f if line.startswith('VmHWM:'))\n"
+    "atexit.register(lambda: sys.stderr.write(f'PEAK_RSS_KB {_peak()}\\n'))\n"
 )
 WATCH = PEAK + "sys.argv = ['rlagent', *sys.argv[1:]]\nfrom rlagent.cli import main\nmain()\n"
 ROUND = re.compile(r"^round (\d+): (\d+) check-in\(s\) of (\d+) run\(s\) in ([\d.]+)s(.*)$", re.M)
