@@ -259,7 +259,8 @@ def test_a_read_taken_a_chunk_at_a_time_dates_and_keeps_what_one_buffer_does(tmp
     assert dates[96] == dates[95]  # a junk time takes the real one before it
 
     # grown and read on from the cursor, a chunk at a time, it still dates on from the last line
-    more = "".join(loguru_line((clock + timedelta(minutes=k)).strftime("%H:%M:%S"), "SUCCESS", orch_step(1600 + k)) for k in (1, 2))
+    later_clock = [clock + timedelta(minutes=k) for k in (1, 2)]
+    more = "".join(loguru_line(t.strftime("%H:%M:%S"), "SUCCESS", orch_step(1600 + i)) for i, t in enumerate(later_clock, 1))
     write(log, more, mtime=clock + timedelta(minutes=2, seconds=1))
     later = read_log(log, "logs/orchestrator.log", chunked.cursor, TZ)
     assert [when for _, when in later.steps] == [clock.replace(microsecond=0) + timedelta(minutes=k) for k in (1, 2)]
