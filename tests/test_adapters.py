@@ -192,6 +192,17 @@ def test_a_trl_run_dir_keeps_its_default_output_dir(tmp_path):
     assert adapter.read_config(tmp_path).max_steps is None  # 0 / -1 say nothing of the planned total
 
 
+def _folded(rows) -> dict:
+    """Rows as the collector's history takes them: (process, step) -> the values, later rows winning;
+    and the newest time each step was written."""
+    out: dict = {}
+    for row in rows:
+        values, when = out.get((row.process, row.step), ({}, None))
+        newest = max((w for w in (when, row.when) if w is not None), default=None)
+        out[(row.process, row.step)] = ({**values, **row.values}, newest)
+    return out
+
+
 def test_a_long_catch_up_read_is_analysed_a_chunk_at_a_time_with_the_same_result(tmp_path, monkeypatch):
     """A console read longer than one chunk gives the rows, evals, counts and groups of one whole read."""
     from rlagent.tools.adapters import console
@@ -209,10 +220,45 @@ def test_a_long_catch_up_read_is_analysed_a_chunk_at_a_time_with_the_same_result
     parts = console_reads()
     assert [f.rel for f in whole] == [f.rel for f in parts]
     for one, many in zip(whole, parts, strict=True):
-        assert [(r.process, r.step, r.values.keys()) for r in one.rows] == [
-            (r.process, r.step, r.values.keys()) for r in many.rows
-        ]
+        assert _folded(one.rows) == _folded(many.rows)
         assert one.evals == many.evals and one.counts == many.counts
         assert {k: g.count for k, g in one.groups.items()} == {k: g.count for k, g in many.groups.items()}
         assert one.cursor.offset == many.cursor.offset and one.cursor.step == many.cursor.step
         assert {e.kind for e in one.events} == {e.kind for e in many.events}
+    assert sum(len(f.rows) for f in parts) < sum(len(f.rows) for f in whole)  # a step's rows merged as they come
+
+
+def test_a_chunked_read_of_2100_steps_leaves_the_history_a_whole_read_leaves(tmp_path, monkeypatch):
+    """A catch-up read of a long console (SIMULATED OpenRLHF, 2,100 steps, read a chunk at a time)
+    holds the rows bounded as it goes, and what it hands the collector is what one whole read gives
+    once the collector keeps its window: the newest KEEP_STEPS steps and every series' early values."""
+    from rlagent.evals.simulator.frameworks import FRAMEWORK_SCENARIOS, write_framework_run
+    from rlagent.tools.adapters import console
+    from rlagent.tools.steprows import EARLY_VALUES, KEEP_STEPS
+
+    sc = FRAMEWORK_SCENARIOS["openrlhf-healthy"].variant(steps=2100, max_steps=4000, samples_kept=1)
+    run_dir, _ = write_framework_run(sc, tmp_path / "run")
+    info = discover(run_dir)
+    adapter = adapter_for(info.framework)
+
+    def main_log():
+        (read,) = [f for f in adapter.read(info, {}, UTC).files if f.rel == "train.log"]
+        return read
+
+    monkeypatch.setattr(console, "CHUNK", 1 << 30)
+    whole = main_log()
+    monkeypatch.setattr(console, "CHUNK", 256 << 10)
+    parts = main_log()
+    assert whole.cursor.offset == parts.cursor.offset > 4 * (256 << 10)
+    one, many = _folded(whole.rows), _folded(parts.rows)
+    assert max(step for _, step in one) == 2100 and len(many) < len(one)
+    for process in {p for p, _ in one}:
+        newest = sorted(s for p, s in one if p == process)[-KEEP_STEPS:]
+        assert {s: one[(process, s)] for s in newest} == {s: many[(process, s)] for s in newest}
+        for name in {n for (p, _), (values, _) in one.items() if p == process for n in values}:
+            assert _series(many, process, name)[:EARLY_VALUES] == _series(one, process, name)[:EARLY_VALUES], (process, name)
+
+
+def _series(folded: dict, process: str, name: str) -> list[float]:
+    steps = sorted(step for p, step in folded if p == process)
+    return [folded[(process, s)][0][name] for s in steps if name in folded[(process, s)][0]]

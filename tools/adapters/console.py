@@ -27,6 +27,8 @@ from rlagent.tools.frameworks.vocabulary import mapping
 from rlagent.tools.metric_names import canonical_split
 from rlagent.tools.patterns import message_template
 from rlagent.tools.safefs import open_regular
+from rlagent.tools.steplines import StepLine
+from rlagent.tools.steprows import StepLines
 from rlagent.tools.tail import plan_read
 from rlagent.tools.untrusted import strip_controls as sanitize_line
 
@@ -395,7 +397,7 @@ CHUNK = 4 << 20
 
 
 def analyse_chunked(
-    data: bytes,
+    data: bytes | bytearray,
     rel: str,
     framework: str,
     parse_rows: RowParser,
@@ -405,24 +407,33 @@ def analyse_chunked(
     when: datetime,
 ) -> FileRead:
     """`analyse` over complete lines, a chunk at a time, `state` carried across: what a chunk boundary
-    cuts (a traceback's context lines) is what a check-in boundary cuts anyway."""
+    cuts (a traceback's context lines) is what a check-in boundary cuts anyway. The rows are held as
+    the collector keeps them (tools.steprows: each step merged, the newest KEEP_STEPS and the early
+    values), so a 64 MB catch-up of a long run holds a bounded history, not a row per line."""
     if len(data) <= CHUNK:
         return analyse(
             decode(data), rel, framework, parse_rows, state, first_lineno=first_lineno, keep_per_kind=keep_per_kind, when=when
         )
     out = FileRead(rel=rel, cursor=None)
+    rows = StepLines()
+    view = memoryview(data)
     start, lineno = 0, first_lineno
     while start < len(data):
         end = len(data) if len(data) - start <= CHUNK else data.rfind(b"\n", start, start + CHUNK) + 1
         if end <= start:  # one line longer than a chunk: take it whole
             end = data.find(b"\n", start + CHUNK) + 1 or len(data)
-        chunk = data[start:end]
+        chunk = view[start:end]
         part = analyse(
             decode(chunk), rel, framework, parse_rows, state, first_lineno=lineno, keep_per_kind=keep_per_kind, when=when
         )
+        for row in part.rows:
+            rows.append((StepLine(step=row.step, process=row.process, values=row.values), row.when))
+        part.rows = []
         _merge_part(out, part, keep_per_kind)
-        lineno += chunk.count(b"\n")
+        lineno += data.count(b"\n", start, end)
         start = end
+    view.release()
+    out.rows = [StepRow(line.process, line.step, line.values, stamp) for line, stamp in rows]
     return out
 
 
@@ -474,14 +485,16 @@ def read_console(
     try:
         with open_regular(path) as handle:  # swapped for a FIFO since planned: refused, never a hang
             handle.seek(plan.start)
-            data = handle.read(end - plan.start)
+            data = bytearray(max(0, end - plan.start))  # one buffer, cut in place: no second copy of 64 MB
+            got = handle.readinto(data)
     except OSError as exc:
         return FileRead(rel, cursor, notes=[*notes, f"{rel}: read failed ({exc.strerror or exc})"])
+    del data[got:]
     cut = data.rfind(b"\n") + 1
     if cut == 0 and len(data) >= MAX_READ:
         cut = len(data)  # one line longer than a whole read: taken in part rather than waited for forever
         notes.append(f"{rel}: an over-long line was read only in part")
-    data = data[:cut]
+    del data[cut:]
     mtime = datetime.fromtimestamp(clamp_time(plan.mtime), UTC)
     if b"\x00" in data:
         notes.append(f"{rel}: binary junk (NUL bytes) in the new bytes, not quoted")

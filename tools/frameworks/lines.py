@@ -62,5 +62,5 @@ def read_text(path) -> str:
     return decode(data)
 
 
-def decode(data: bytes) -> str:
-    return data.decode("utf-8", errors="replace").replace("\x00", "")
+def decode(data: bytes | bytearray | memoryview) -> str:
+    return str(data, "utf-8", errors="replace").replace("\x00", "")
