@@ -92,9 +92,13 @@ def plots_of(history: MetricHistory) -> list[Plot]:
             raw = history.series(process, metric)  # type: ignore[arg-type]
             if not raw:
                 continue
-            finite = [(s, v * scale) for s, v in raw if math.isfinite(v)]
-            bad = [s for s, v in raw if not math.isfinite(v)][-50:]
-            series.append(Series(name=label, points=downsample(finite), nonfinite_steps=bad))
+            finite, bad = [], []
+            for s, v in raw:
+                if math.isfinite(v):
+                    finite.append((s, v * scale))
+                else:
+                    bad.append(s)
+            series.append(Series(name=label, points=downsample(finite), nonfinite_steps=bad[-50:]))
         if series:
             plots.append(Plot(key=key, title=title, unit=unit, series=series))
     return plots

@@ -27,14 +27,17 @@ def downsample(points: Sequence[tuple[int, float]], limit: int = MAX_POINTS) -> 
         return list(points)
     buckets = max(1, limit // 2)
     size = len(points) / buckets
+    values = [v for _, v in points]
     out: list[tuple[int, float]] = []
     for b in range(buckets):
-        chunk = points[int(b * size) : int((b + 1) * size)]
-        if not chunk:
+        start, end = int(b * size), int((b + 1) * size)
+        if start == end:
             continue
-        low = min(chunk, key=lambda p: p[1])
-        high = max(chunk, key=lambda p: p[1])
-        out.extend(sorted({low, high}))
+        chunk = values[start:end]  # the first lowest and first highest, found in C rather than by a key function
+        low, high = start + chunk.index(min(chunk)), start + chunk.index(max(chunk))
+        out.append(points[min(low, high)])
+        if low != high:
+            out.append(points[max(low, high)])
     return out
 
 
