@@ -262,3 +262,40 @@ def test_a_chunked_read_of_2100_steps_leaves_the_history_a_whole_read_leaves(tmp
 def _series(folded: dict, process: str, name: str) -> list[float]:
     steps = sorted(step for p, step in folded if p == process)
     return [folded[(process, s)][0][name] for s in steps if name in folded[(process, s)][0]]
+
+
+def test_a_console_is_read_in_blocks_of_whole_lines_and_a_half_written_line_waits(tmp_path, monkeypatch):
+    from rlagent.tools.adapters import console
+
+    monkeypatch.setattr(console, "CHUNK", 64)
+    lines = [f"line {i} " + "x" * (i * 7 % 50) for i in range(40)]
+    lines[17] = "a line longer than a block " + "y" * 300
+    path = tmp_path / "train.log"
+    path.write_bytes(("\n".join(lines) + "\nhalf-writ").encode())
+    with open(path, "rb") as handle:
+        blocks = console.LineBlocks(handle, path.stat().st_size, console.CHUNK)
+        got = list(blocks)
+    assert all(block.endswith(b"\n") for block in got) and len(got) > 10
+    assert b"".join(got).decode().splitlines() == lines  # every line once, whole, in order; the half line left
+    assert any(lines[17].encode() in block for block in got)
+    assert blocks.taken == path.stat().st_size - len("half-writ") and blocks.newlines == 40
+    read = console.read_console(path, "train.log", None, "verl", lambda line, state: [], console.ConsoleState())
+    assert read.cursor.offset == blocks.taken and read.cursor.lines == 40 and not read.notes
+
+
+def test_a_console_line_longer_than_a_whole_read_is_taken_in_part_with_a_note(tmp_path, monkeypatch):
+    from rlagent.tools.adapters import console
+
+    monkeypatch.setattr(console, "CHUNK", 64)
+    monkeypatch.setattr(console, "MAX_READ", 1024)
+    path = tmp_path / "train.log"
+    path.write_bytes(b"z" * 900)  # shorter than a read: a line still being written, it waits
+    read = console.read_console(path, "train.log", None, "verl", lambda line, state: [], console.ConsoleState())
+    assert read.cursor.offset == 0 and not read.notes
+    path.write_bytes(b"z" * 3000 + b"\x00\n")  # no newline in a whole read: taken in part, not waited for forever
+    read = console.read_console(path, "train.log", None, "verl", lambda line, state: [], console.ConsoleState())
+    assert read.cursor.offset == 1024 and read.notes == ["train.log: an over-long line was read only in part"]
+    read = console.read_console(path, "train.log", read.cursor, "verl", lambda line, state: [], console.ConsoleState())
+    assert read.cursor.offset == 2048
+    read = console.read_console(path, "train.log", read.cursor, "verl", lambda line, state: [], console.ConsoleState())
+    assert read.cursor.offset == 3002 and read.notes == ["train.log: binary junk (NUL bytes) in the new bytes, not quoted"]

@@ -47,7 +47,8 @@ VERL_CKPT = "checkpoints/verl_grpo_example_gsm8k/qwen2_5_0_5b_instruct_function_
 TRL_OUT = "Qwen2.5-0.5B-Instruct-GRPO"
 TARGETS = {
     "verl": {
-        "console log": "outputs/2026-08-24/14-02-00/main_ppo.log",
+        "console log": "verl_demo.log",  # where the driver's prints go (tee'd by the launch script)
+        "hydra log": "outputs/2026-08-24/14-02-00/main_ppo.log",  # hydra's job log: empty, as verl prints
         "file logger": "verl_grpo_example_gsm8k/qwen2_5_0_5b_instruct_function_rm.jsonl",
         "hydra config": "outputs/2026-08-24/14-02-00/.hydra/config.yaml",
         "rollout dump": "rollouts/40.jsonl",
@@ -166,7 +167,7 @@ def test_each_framework_reader_meets_each_hazard_with_a_note_never_a_hang(health
         make_hazard(target, kind, outside)
         with bounded(20, f"reading {framework}'s {what} as a {kind}"):
             notes = read_everything(run, framework)
-        if kind in ("fifo", "out_of_run") and what in ("file logger", "console log", "completions", "trainer state"):
+        if kind in ("fifo", "out_of_run") and what in ("file logger", "console log", "hydra log", "completions", "trainer state"):
             assert any(target.name in note and "not read" in note for note in notes), notes  # said, never silent
 
 

@@ -12,10 +12,11 @@ import functools
 import math
 import re
 from collections import defaultdict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import BinaryIO
 
 from rlagent.models.observation import EvalPoint, FileCursor, LogEvent, WarningGroup
 from rlagent.tools.adapters.base import FileRead, StepRow
@@ -393,11 +394,51 @@ def add_row(out: FileRead, framework: str, row: MetricRow, when: datetime | None
 
 
 CHUNK = 4 << 20
-"""Bytes analysed at a time: a 64 MB catch-up read holds one chunk's lines, not all of them."""
+"""Bytes read and analysed at a time: a 64 MB catch-up read holds one block's lines, not all of them."""
 
 
-def analyse_chunked(
-    data: bytes | bytearray,
+class LineBlocks:
+    """Up to `length` bytes of an open file, read `size` bytes at a time and handed on as blocks of
+    whole lines (a line longer than `size` comes whole, in a block of its own).
+
+    The bytes after the last newline are left for the next read (a half-written line waits), unless
+    a full MAX_READ holds no newline at all: that line is taken in part (`overlong`), or it would
+    stall the reader forever."""
+
+    def __init__(self, handle: BinaryIO, length: int, size: int) -> None:
+        self.handle, self.length, self.size = handle, length, size
+        self.taken = 0
+        """Bytes handed on (the new cursor is this far on)."""
+        self.newlines = 0
+        self.overlong = self.nul = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        carry = b""
+        left = self.length
+        while left > 0:
+            block = self.handle.read(min(self.size, left))
+            if not block:
+                break
+            left -= len(block)
+            cut = block.rfind(b"\n") + 1
+            if cut == 0:
+                carry += block
+                continue
+            whole, carry = (carry + block[:cut] if carry else block[:cut]), block[cut:]
+            yield self._taken(whole)
+        if not self.taken and len(carry) >= MAX_READ:
+            self.overlong = True
+            yield self._taken(carry)
+
+    def _taken(self, block: bytes) -> bytes:
+        self.taken += len(block)
+        self.newlines += block.count(b"\n")
+        self.nul = self.nul or b"\x00" in block
+        return block
+
+
+def analyse_blocks(
+    blocks: Iterable[bytes],
     rel: str,
     framework: str,
     parse_rows: RowParser,
@@ -406,35 +447,37 @@ def analyse_chunked(
     keep_per_kind: int,
     when: datetime,
 ) -> FileRead:
-    """`analyse` over complete lines, a chunk at a time, `state` carried across: what a chunk boundary
-    cuts (a traceback's context lines) is what a check-in boundary cuts anyway. The rows are held as
-    the collector keeps them (tools.steprows: each step merged, the newest KEEP_STEPS and the early
-    values), so a 64 MB catch-up of a long run holds a bounded history, not a row per line."""
-    if len(data) <= CHUNK:
-        return analyse(
-            decode(data), rel, framework, parse_rows, state, first_lineno=first_lineno, keep_per_kind=keep_per_kind, when=when
-        )
-    out = FileRead(rel=rel, cursor=None)
-    rows = StepLines()
-    view = memoryview(data)
-    start, lineno = 0, first_lineno
-    while start < len(data):
-        end = len(data) if len(data) - start <= CHUNK else data.rfind(b"\n", start, start + CHUNK) + 1
-        if end <= start:  # one line longer than a chunk: take it whole
-            end = data.find(b"\n", start + CHUNK) + 1 or len(data)
-        chunk = view[start:end]
+    """`analyse` over blocks of whole lines, `state` carried across: what a block boundary cuts (a
+    traceback's context lines) is what a check-in boundary cuts anyway. Past the first block, the rows
+    are held as the collector keeps them (tools.steprows: each step merged, the newest KEEP_STEPS and
+    the early values), so a 64 MB catch-up of a long run holds a bounded history, not a row per line."""
+    out: FileRead | None = None
+    rows: StepLines | None = None
+    lineno = first_lineno
+    for block in blocks:
         part = analyse(
-            decode(chunk), rel, framework, parse_rows, state, first_lineno=lineno, keep_per_kind=keep_per_kind, when=when
+            decode(block), rel, framework, parse_rows, state, first_lineno=lineno, keep_per_kind=keep_per_kind, when=when
         )
-        for row in part.rows:
-            rows.append((StepLine(step=row.step, process=row.process, values=row.values), row.when))
-        part.rows = []
+        lineno += block.count(b"\n")
+        if out is None:
+            out = part  # a read of one block: its rows as they came
+            continue
+        if rows is None:
+            rows = StepLines()
+            _fold(rows, out)
+        _fold(rows, part)
         _merge_part(out, part, keep_per_kind)
-        lineno += data.count(b"\n", start, end)
-        start = end
-    view.release()
-    out.rows = [StepRow(line.process, line.step, line.values, stamp) for line, stamp in rows]
+    if out is None:
+        return FileRead(rel=rel, cursor=None)
+    if rows is not None:
+        out.rows = [StepRow(line.process, line.step, line.values, stamp) for line, stamp in rows]
     return out
+
+
+def _fold(rows: StepLines, read: FileRead) -> None:
+    for row in read.rows:
+        rows.append((StepLine(step=row.step, process=row.process, values=row.values), row.when))
+    read.rows = []
 
 
 def _merge_part(out: FileRead, part: FileRead, keep_per_kind: int) -> None:
@@ -482,25 +525,21 @@ def read_console(
     if not plan.fresh and cursor is not None:
         state.step = cursor.step
     end = min(plan.end, plan.start + MAX_READ)
+    mtime = datetime.fromtimestamp(clamp_time(plan.mtime), UTC)
     try:
         with open_regular(path) as handle:  # swapped for a FIFO since planned: refused, never a hang
             handle.seek(plan.start)
-            data = bytearray(max(0, end - plan.start))  # one buffer, cut in place: no second copy of 64 MB
-            got = handle.readinto(data)
+            blocks = LineBlocks(handle, max(0, end - plan.start), CHUNK)
+            read = analyse_blocks(blocks, rel, framework, parse_rows, state, plan.first_line, keep_per_kind, mtime)
     except OSError as exc:
         return FileRead(rel, cursor, notes=[*notes, f"{rel}: read failed ({exc.strerror or exc})"])
-    del data[got:]
-    cut = data.rfind(b"\n") + 1
-    if cut == 0 and len(data) >= MAX_READ:
-        cut = len(data)  # one line longer than a whole read: taken in part rather than waited for forever
+    if blocks.overlong:
         notes.append(f"{rel}: an over-long line was read only in part")
-    del data[cut:]
-    mtime = datetime.fromtimestamp(clamp_time(plan.mtime), UTC)
-    if b"\x00" in data:
+    if blocks.nul:
         notes.append(f"{rel}: binary junk (NUL bytes) in the new bytes, not quoted")
-    read = analyse_chunked(data, rel, framework, parse_rows, state, plan.first_line, keep_per_kind, mtime)
+    cut = blocks.taken
     new_cursor.offset = plan.start + cut
-    new_cursor.lines = plan.first_line - 1 + data.count(b"\n")
+    new_cursor.lines = plan.first_line - 1 + blocks.newlines
     new_cursor.step = state.step
     new_cursor.last_time = mtime if cut else (cursor.last_time if cursor else None)
     read.cursor = new_cursor
