@@ -14,7 +14,8 @@ of --repeats, and the load average is printed with each row):
   (b) a warm check-in after 1 MB more is appended, timed inside the running monitor (Python
       start-up not counted); wall and CPU.
   (d) `rlagent check RUN --offline --json` as a whole process on the warm run, and next to it the
-      floor of the stack: a Python that only imports langgraph's graph and SQLite checkpointer.
+      floor of the stack: a Python that only imports langgraph's graph and SQLite checkpointer. Both
+      with their bytecode cached, as after `pip install` (PYTHONPYCACHEPREFIX under --out).
 The appends are written by this process, not the monitor, so they do not count in its RSS.
 
 Besides prime-rl's layout H (`--sizes`), the table covers (each can be left out with an empty value):
@@ -216,6 +217,7 @@ def bench_run(name: str, run: Path, repeats: int, warm_runs: int) -> dict:
     monitor.close()
     rlagent = str(Path(sys.executable).with_name("rlagent"))
     whole, floor = [], []
+    timed([rlagent, "check", str(run), "--offline", "--json", "--home", str(home)], check=False)  # bytecode cached
     for _ in range(repeats):
         append(run, 1 << 20)
         whole.append(timed([rlagent, "check", str(run), "--offline", "--json", "--home", str(home)], check=False))
@@ -284,6 +286,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--warm-runs", type=int, default=9)
     args = parser.parse_args()
+    # Python as an installed rlagent runs: `pip install` compiles the modules' bytecode once, so the
+    # processes timed here keep theirs too (in a cache beside the runs, none written into the
+    # checkout), whatever PYTHONDONTWRITEBYTECODE this shell has.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ.setdefault("PYTHONPYCACHEPREFIX", str(args.out.resolve() / "pycache"))
     runs: list[tuple[str, Path]] = []
     for size in filter(None, args.sizes.split(",")):
         run = args.out / f"big-h-{parse_size(size) >> 20}M"

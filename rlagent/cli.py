@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
+from rlagent import end_startup
 from rlagent.commands.errors import quiet_startup_interrupt, run_guarded
 
 quiet_startup_interrupt()  # before the imports below (about a second): Ctrl-C meanwhile exits quietly
@@ -71,4 +72,5 @@ app.command(name="ack")(ack)
 
 
 def main() -> None:
+    end_startup()
     run_guarded(app)

@@ -101,3 +101,24 @@ def test_ctrl_c_stops_cleanly_without_a_traceback_or_half_entry(tmp_path):
     assert "Traceback" not in err and "stopped (Ctrl-C)" in out
     text = run.status()
     assert text.count("## 2026-11-20") == 1 and text.rstrip().endswith("#1 -->")
+
+
+def test_the_program_holds_cyclic_collections_only_while_it_imports():
+    """Started as `rlagent`, the package holds the garbage collector off during its imports and
+    main() turns it back on (a long `rlagent run` without it would never free a cycle); a library
+    user importing rlagent keeps it on throughout."""
+    probe = """
+import gc, sys
+sys.argv = [sys.argv[1], "--version"]
+import rlagent.cli
+held = not gc.isenabled()
+try:
+    rlagent.cli.main()
+except SystemExit:
+    pass
+print(held, gc.isenabled(), gc.get_freeze_count() > 0)
+"""
+    as_program = subprocess.run([sys.executable, "-c", probe, "/usr/local/bin/rlagent"], capture_output=True, text=True)
+    assert as_program.stdout.split()[-3:] == ["True", "True", "True"], as_program.stderr
+    as_library = subprocess.run([sys.executable, "-c", probe, "my_script.py"], capture_output=True, text=True)
+    assert as_library.stdout.split()[-3:] == ["False", "True", "False"], as_library.stderr
