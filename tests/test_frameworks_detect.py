@@ -66,3 +66,47 @@ def test_file_and_directory_layouts(tmp_path):
     binary = tmp_path / "blob.log"
     binary.write_bytes(bytes(range(256)) * 100)
     assert detect_file(binary).framework is None
+
+
+def _count_every_line(text: str) -> dict[str, int]:
+    """The definition count_text keeps: every cleaned segment of every line, matched against every signature."""
+    from rlagent.tools.frameworks.detect import _TEXT_SIGNATURES
+    from rlagent.tools.frameworks.lines import iter_lines
+
+    counts = dict.fromkeys(_TEXT_SIGNATURES, 0)
+    for line in iter_lines(text):
+        for name, pattern in _TEXT_SIGNATURES.items():
+            counts[name] += pattern.search(line.text) is not None
+    return counts
+
+
+def test_counting_only_the_lines_with_a_hint_counts_what_every_line_gives():
+    """count_text skips lines holding no hint of a signature: over every log of the real cases, the
+    simulated fixtures and the examples, and over lines whose signature ANSI codes, a Ray prefix or a
+    carriage return hide, it counts exactly what matching every line does."""
+    from pathlib import Path
+
+    from rlagent.tools.frameworks.detect import HEAD_BYTES, count_text
+    from rlagent.tools.frameworks.lines import decode
+
+    root = Path(__file__).resolve().parents[1]
+    texts = [VERL, TRL, OPENRLHF, OPENRLHF_OLD, PRIME]
+    texts.append(
+        "\x1b[32m14:05:58\x1b[0m SUCCESS \x1b[1mStep\x1b[0m 3 | 41.2s | Reward 0.43\n"  # ESC splits `Step 3`
+        "(WorkerDict pid=9, ip=10.0.0.2) st\x1b[0mep:4 - actor/entropy:0.4 [repeated 3x across cluster]\n"
+        "  5%|▌ | 20/400 [09:10<3:01:02]\r{'loss': 0.1, 'grad_norm': 0.3}\r  6%|▌ | 24/400\n"
+        "no signature here\n\nGlobal step 9: {'kl': 0.1}"  # no newline at the end
+    )
+    for folder in ("evals/real", "evals/fixtures", "examples"):
+        for path in sorted((root / folder).rglob("*")):
+            if path.suffix in {".log", ".txt", ".out", ".err"} and path.is_file():
+                with open(path, "rb") as handle:
+                    texts.append(decode(handle.read(HEAD_BYTES)))
+    assert len(texts) > 300
+    seen = dict.fromkeys(_count_every_line(""), 0)
+    for text in texts:
+        expected = _count_every_line(text)
+        assert count_text(text) == expected
+        for name, count in expected.items():
+            seen[name] += count > 0
+    assert all(n >= 3 for n in seen.values()), seen  # every framework's signature is among them

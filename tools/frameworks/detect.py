@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,13 +51,32 @@ def _decide(counts: dict[str, int]) -> Detection:
     return Detection(best, counts)
 
 
+# Every signature's line holds one of these once cleaned; an ANSI code could split one, so a line
+# holding ESC is looked at too. The other lines (most of a log: requests, progress bars) hold no
+# signature and are skipped without being split and cleaned (2.5 MB of heads: 70 ms -> 5 ms).
+_HINT = re.compile(r"step:\d|\{'|Global step|Episode \[|Step \d|\x1b")
+
+
 def count_text(text: str) -> dict[str, int]:
     counts = dict.fromkeys(_TEXT_SIGNATURES, 0)
-    for line in iter_lines(text):
-        for name, pattern in _TEXT_SIGNATURES.items():
-            if pattern.search(line.text):
-                counts[name] += 1
+    for physical in _hinted_lines(text):
+        for line in iter_lines(physical):
+            for name, pattern in _TEXT_SIGNATURES.items():
+                if pattern.search(line.text):
+                    counts[name] += 1
     return counts
+
+
+def _hinted_lines(text: str) -> Iterator[str]:
+    """The `\\n` lines of `text` holding a hint, each once."""
+    end = -1
+    for match in _HINT.finditer(text):
+        if match.start() <= end:  # on a line already given
+            continue
+        start = text.rfind("\n", 0, match.start()) + 1
+        end = text.find("\n", match.start())
+        end = len(text) if end < 0 else end
+        yield text[start:end]
 
 
 def detect_text(text: str) -> Detection:
