@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rlagent.tools import safefs
-from rlagent.tools.frameworks.lines import decode, iter_lines
+from rlagent.tools.frameworks.lines import decode, iter_lines, strip_ansi
 from rlagent.tools.safefs import open_regular
 
 _TEXT_SIGNATURES: dict[str, re.Pattern[str]] = {
@@ -51,15 +51,16 @@ def _decide(counts: dict[str, int]) -> Detection:
     return Detection(best, counts)
 
 
-# Every signature's line holds one of these once cleaned; an ANSI code could split one, so a line
-# holding ESC is looked at too. The other lines (most of a log: requests, progress bars) hold no
-# signature and are skipped without being split and cleaned (2.5 MB of heads: 70 ms -> 5 ms).
-_HINT = re.compile(r"step:\d|\{'|Global step|Episode \[|Step \d|\x1b")
+# Every signature's line holds one of these once cleaned (ANSI codes, which could split one, are
+# stripped from the whole text first, as iter_lines strips them from each line). The other lines
+# (most of a log: requests, progress bars) hold no signature and are skipped without being split
+# and cleaned: 2.5 MB of prime-rl log heads in ~10 ms rather than ~70 ms, at every `rlagent check`.
+_HINT = re.compile(r"step:\d|\{'|Global step|Episode \[|Step \d")
 
 
 def count_text(text: str) -> dict[str, int]:
     counts = dict.fromkeys(_TEXT_SIGNATURES, 0)
-    for physical in _hinted_lines(text):
+    for physical in _hinted_lines(strip_ansi(text) if "\x1b" in text else text):
         for line in iter_lines(physical):
             for name, pattern in _TEXT_SIGNATURES.items():
                 if pattern.search(line.text):

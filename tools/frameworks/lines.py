@@ -29,6 +29,11 @@ class LogLine(NamedTuple):
     """Ray actor that printed the line (`TaskRunner`, `PPOTrainer`, ...), '' for `(pid=N)`, None if no prefix."""
 
 
+def strip_ansi(text: str) -> str:
+    """`text` without its ANSI codes (none spans a line, so stripping a whole text strips each line)."""
+    return _ANSI.sub("", text)
+
+
 def clean_line(segment: str) -> tuple[str, str | None]:
     """One segment without ANSI codes, Ray prefix and dedup suffix; also the Ray actor name."""
     text = _ANSI.sub("", segment)
