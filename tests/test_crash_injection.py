@@ -80,14 +80,19 @@ def test_sigkill_at_random_moments_and_around_the_append_never_loses_or_duplicat
     schedule = [POINTS[(i // 2) % len(POINTS)] if i % 2 == 0 else None for i in range(kills)]
     rng.shuffle(schedule)
     assert zygote.run(run.dir, homes[0], None, 1) == 0  # home A knows the run (and its attempt) before the kills
+    run.steps(1)
+    started = time.monotonic()
+    assert zygote.run(run.dir, homes[0], None, 1) == 0
+    # Random moments are drawn over what a child takes on this machine (start-up and one check-in),
+    # so that a fast machine does not let most children finish before their moment comes.
+    span = time.monotonic() - started
     started, killed = time.monotonic(), 0
     for point in schedule:
         change(run, rng)
         home = homes[0] if rng.random() < 0.8 else homes[1]
         if point is None:  # a random moment: anywhere in start-up, the reads, the rules, the append, the save
-            # one check-in per child (a second one would read nothing new); a child takes about 50 ms to
-            # start and 30-60 ms per check-in
-            code = zygote.run(run.dir, home, None, 1, kill_after=rng.uniform(0.0, 0.12))
+            # one check-in per child (a second one would read nothing new)
+            code = zygote.run(run.dir, home, None, 1, kill_after=rng.uniform(0.0, span))
             assert code in (0, -signal.SIGKILL), zygote.tail()
         else:
             run.steps(1)  # something new to append, so the check-in reaches the append
@@ -108,7 +113,8 @@ def test_sigkill_at_random_moments_and_around_the_append_never_loses_or_duplicat
     said = "\n".join(e.text for e in entries if e.key == key_a)
     assert f"new attempt attempt_{run.attempt}" in said
     assert killed >= kills * 0.6, f"only {killed} of {kills} children died by SIGKILL"  # half are exact points
-    print(f"\ncrash injection: {killed} SIGKILLs of {kills} attempts in {time.monotonic() - started:.1f} s")
+    took = time.monotonic() - started
+    print(f"\ncrash injection: {killed} SIGKILLs of {kills} attempts in {took:.1f} s (a child takes {span * 1000:.0f} ms)")
 
 
 @pytest.mark.parametrize("point", POINTS)
