@@ -45,3 +45,36 @@ def test_both_searches_agree(seed, lines):
     for start in expected:
         line = buf[start : buf.index(b"\n", start)]
         assert any(n in line for n in NEEDLES)
+
+
+def test_newlines_are_counted_alike_by_numpy_and_by_bytes_count(monkeypatch):
+    rng = random.Random(5)
+    buf = bytearray(random_log(rng, 4000))
+    monkeypatch.setattr(needlesearch, "_NUMPY_FROM", 64)
+    for _ in range(200):
+        start = rng.randrange(len(buf))
+        end = rng.randrange(start, len(buf) + 1)
+        monkeypatch.setattr(needlesearch, "_counted", 0)
+        plain = needlesearch.count_newlines(buf, start, end)
+        monkeypatch.setattr(needlesearch, "_counted", needlesearch._NUMPY_AFTER)
+        assert needlesearch.count_newlines(buf, start, end) == plain == buf[start:end].count(b"\n")
+
+
+def test_numpy_is_imported_only_once_a_process_has_counted_a_long_read():
+    """Its import costs about what its compare saves on a third of a GB: an `rlagent check` that
+    reads a few new MB does without it; a cold read of gigabytes takes it after the first 256 MB."""
+    import subprocess
+    import sys
+
+    probe = """
+import sys
+import rlagent.cli, rlagent.graph.runner, rlagent.agents.collector
+from rlagent.tools import needlesearch
+buf = bytearray(b"x\\n" * (1 << 20))
+counts = [needlesearch.count_newlines(buf, 0, len(buf)) for _ in range(60)]  # 120 MB
+print("numpy" in sys.modules)
+counts += [needlesearch.count_newlines(buf, 0, len(buf)) for _ in range(80)]  # 280 MB in all
+print("numpy" in sys.modules, set(counts) == {1 << 20})
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["False", "True", "True"], done.stderr
