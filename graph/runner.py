@@ -143,8 +143,9 @@ class Monitor:
         llm: LLMRuntime | None = None,
         retire_finished: bool = False,
         lock_timeout_s: float = LOCK_TIMEOUT_S,
+        keep_history: bool = True,
     ) -> None:
-        from langgraph.checkpoint.sqlite import SqliteSaver  # heavy: imported only when checking in
+        from rlagent.graph.checkpointer import RunSaver  # heavy (LangGraph's saver): imported only when checking in
 
         self.run = run
         self.key = run_key(run.run_dir)
@@ -158,7 +159,7 @@ class Monitor:
             self.conn.backup(preview)
             self.conn.close()
             self.conn = preview
-        self.saver = SqliteSaver(self.conn)
+        self.saver = RunSaver(self.conn, keep=keep_history)  # a watcher of many runs keeps none (graph/checkpointer.py)
         self.offline = offline
         effects = effects or Effects()
         self.clock = effects.clock

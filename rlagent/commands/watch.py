@@ -135,7 +135,9 @@ def watch(
         # One LLM runtime per run: a runtime holds the session of the check-in it runs, and the
         # check-ins of different runs run at the same time.
         llm = LLMRuntime.from_settings(settings.llm)
-        return Monitor(run, actions=actions, llm=llm, retire_finished=True, **common.monitor_options(settings))
+        # A fleet's monitors read their history back (2 ms) rather than hold 2.9 MB each.
+        options = common.monitor_options(settings)
+        return Monitor(run, actions=actions, llm=llm, retire_finished=True, keep_history=False, **options)
 
     watcher = Watcher(
         roots,
