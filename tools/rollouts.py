@@ -15,12 +15,13 @@ import re
 from pathlib import Path
 from typing import Any
 
+import orjson
 from pydantic import ValidationError
 
 from rlagent.models.observation import Rollout
 from rlagent.models.run import Layout
 from rlagent.tools.bounds import STEP_DIGITS
-from rlagent.tools.safefs import is_file, list_dir, open_regular, reason
+from rlagent.tools.safefs import is_file, list_dir, list_names, open_regular, read_up_to, reason
 from rlagent.tools.untrusted import strip_controls
 
 _STEP_DIR = re.compile(rf"^step_({STEP_DIGITS})$")
@@ -34,10 +35,11 @@ MAX_SAMPLED_LINES = 64
 def newest_rollouts_file(run_dir: Path, layout: Layout, notes: list[str] | None = None) -> tuple[int, Path] | None:
     base = run_dir / ("rollouts" if layout is Layout.H else "run_default/rollouts")
     steps = sorted(
-        ((int(m.group(1)), d) for d in list_dir(base, notes, run_dir) if (m := _STEP_DIR.match(d.name))),
+        ((int(m.group(1)), name) for name in list_names(base, notes, run_dir) if (m := _STEP_DIR.match(name))),
         reverse=True,
     )
-    for step, directory in steps:
+    for step, name in steps:
+        directory = base / name
         if not list_dir(directory, notes, run_dir):
             continue  # empty, or unreadable (a note)
         candidates = (
@@ -163,7 +165,7 @@ def l_step_fractions(run_dir: Path, after_step: int) -> dict[int, dict[str, floa
         truncated = errored = total = with_advantage = trainable = 0
         try:
             with open_regular(path, run_dir) as f:
-                data = f.read(MAX_BYTES)
+                data = read_up_to(f, MAX_BYTES)
         except OSError:
             continue  # sample_rollouts says why, for the newest step
         for raw in data.splitlines():
@@ -187,9 +189,9 @@ def l_step_fractions(run_dir: Path, after_step: int) -> dict[int, dict[str, floa
     return out
 
 
-def sample_key(run_dir: Path, layout: Layout) -> str | None:
-    """Identity of the newest rollouts file: an unchanged file need not be sampled again."""
-    found = newest_rollouts_file(run_dir, layout)
+def sample_key(run_dir: Path, layout: Layout, found: tuple[int, Path] | None = None) -> str | None:
+    """Identity of the newest rollouts file (`found`, else looked up): an unchanged file need not be sampled again."""
+    found = found or newest_rollouts_file(run_dir, layout)
     if found is None:
         return None
     try:
@@ -199,10 +201,13 @@ def sample_key(run_dir: Path, layout: Layout) -> str | None:
     return f"{found[1]}:{st.st_size}:{st.st_mtime_ns}"
 
 
-def sample_rollouts(run_dir: Path, layout: Layout) -> tuple[int | None, int, list[Rollout], list[str]]:
-    """(step, rollouts in that step's file (lines), telling samples, notes)."""
+def sample_rollouts(
+    run_dir: Path, layout: Layout, found: tuple[int, Path] | None = None
+) -> tuple[int | None, int, list[Rollout], list[str]]:
+    """(step, rollouts in that step's file (lines), telling samples, notes) of the newest rollouts
+    file (`found`, else looked up)."""
     notes: list[str] = []
-    found = newest_rollouts_file(run_dir, layout, notes)
+    found = found or newest_rollouts_file(run_dir, layout, notes)
     if found is None:
         return None, 0, [], notes
     step, path = found
@@ -211,15 +216,13 @@ def sample_rollouts(run_dir: Path, layout: Layout) -> tuple[int | None, int, lis
     rel = path.relative_to(run_dir)
     try:
         with open_regular(path, run_dir) as f:
-            data = f.read(MAX_BYTES)
+            data = read_up_to(f, MAX_BYTES)
     except OSError as exc:
         return None, 0, [], [*notes, f"{rel}: unreadable ({reason(exc)})"]
-    lines = data.splitlines()
-    if len(data) == MAX_BYTES and lines:
-        lines = lines[:-1]  # the cut one is incomplete
-    for raw in lines[:MAX_SAMPLED_LINES]:
+    head, count = head_and_count(data, MAX_SAMPLED_LINES, cut=len(data) == MAX_BYTES)
+    for raw in head:
         try:
-            row = json.loads(raw)
+            row = _json(raw)
             if not isinstance(row, dict):
                 raise ValueError("not an object")
             rollouts.extend(_from_h(row, step) if layout is Layout.H else [_from_l(row, step)])
@@ -227,7 +230,31 @@ def sample_rollouts(run_dir: Path, layout: Layout) -> tuple[int | None, int, lis
             bad += 1  # malformed, or not of the schema (a field of the wrong type)
     if bad:
         notes.append(f"{rel}: skipped {bad} malformed line(s) among the first {MAX_SAMPLED_LINES}")
-    return step, len(lines), pick_telling(rollouts), notes
+    return step, count, pick_telling(rollouts), notes
+
+
+def head_and_count(data: bytes, n: int, *, cut: bool) -> tuple[list[bytes], int]:
+    """The first `n` lines of `data` and how many lines it has, as `data.splitlines()` counts them
+    (without the last one when the read was `cut` short), without splitting a file of several MB
+    of which only the first lines are parsed."""
+    if b"\r" in data:  # splitlines' other line ends: its own rules
+        lines = data.splitlines()
+        lines = lines[:-1] if cut and lines else lines
+        return lines[:n], len(lines)
+    count = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+    count -= 1 if cut and count else 0
+    end = 0
+    for _ in range(min(n, count)):
+        end = data.find(b"\n", end) + 1 or len(data)
+    return data[:end].splitlines(), count
+
+
+def _json(raw: bytes) -> Any:
+    """orjson, 4x as fast; Python's json for what only it reads (NaN, integers past 64 bits)."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return json.loads(raw)
 
 
 def pick_telling(rollouts: list[Rollout]) -> list[Rollout]:

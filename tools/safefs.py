@@ -89,10 +89,24 @@ def open_regular(path: str | os.PathLike, root: str | os.PathLike | None = None)
         raise
 
 
+def read_up_to(f: BinaryIO, limit: int) -> bytes:
+    """`f.read(limit)`, asking first only for what the file holds: a read of n bytes allocates n
+    before it reads, and 8 MB for a rollouts file of 3.7 MB cost 1.5 ms where 3.7 MB cost 0.07."""
+    try:
+        size = os.fstat(f.fileno()).st_size
+    except OSError:
+        size = 0
+    want = min(limit, size + 1) if size else limit  # one byte more shows whether it has grown
+    data = f.read(want)
+    if len(data) == want < limit:
+        data += f.read(limit - want)
+    return data
+
+
 def read_regular(path: str | os.PathLike, root: str | os.PathLike | None = None, limit: int = 16 << 20) -> bytes:
     """At most `limit` bytes of a regular file; a longer file raises OSError(EFBIG)."""
     with open_regular(path, root) as f:
-        data = f.read(limit + 1)
+        data = read_up_to(f, limit + 1)
     if len(data) > limit:
         raise OSError(errno.EFBIG, f"larger than {limit >> 20} MB, not read", str(path))
     return data
@@ -135,6 +149,17 @@ def is_dir(path: Path, notes: list[str] | None = None, root: Path | None = None)
 
 def exists(path: Path, notes: list[str] | None = None, root: Path | None = None) -> bool:
     return _stat(path, notes, root) is not None
+
+
+def list_names(path: Path, notes: list[str] | None = None, root: Path | None = None) -> list[str]:
+    """Names in a directory, as `list_dir` but without a Path for each (a rollouts dir has one
+    entry per step, and a warm check-in wants only the newest)."""
+    try:
+        return os.listdir(path)
+    except OSError as exc:
+        if exc.errno not in _ABSENT:
+            _note(notes, path, root, exc)
+        return []
 
 
 def list_dir(path: Path, notes: list[str] | None = None, root: Path | None = None) -> list[Path]:

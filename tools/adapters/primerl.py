@@ -18,7 +18,7 @@ from rlagent.tools.layout import RunNotFound, _looks_like_run, current_attempt, 
 from rlagent.tools.logread import LogRead, read_log
 from rlagent.tools.metrics_jsonl import REL as METRICS_REL
 from rlagent.tools.metrics_jsonl import MetricsRead, read_metrics
-from rlagent.tools.rollouts import l_step_fractions, sample_key, sample_rollouts
+from rlagent.tools.rollouts import l_step_fractions, newest_rollouts_file, sample_key, sample_rollouts
 from rlagent.tools.steplines import parse_step_line
 
 
@@ -67,10 +67,15 @@ class PrimeRLAdapter:
         return analyse(text, rel, "prime-rl", _parse_rows, ConsoleState())
 
     def samples(self, run_dir: Path, known_key: str | None, layout: Layout = Layout.H) -> Samples | None:
-        key = sample_key(run_dir, layout)
+        notes: list[str] = []
+        found = newest_rollouts_file(run_dir, layout, notes)
+        if found is None:
+            return Samples(key=None, step=None, count=0, rollouts=[], notes=notes)
+        key = sample_key(run_dir, layout, found)
         if key is not None and key == known_key:
             return None
-        step, count, rollouts, notes = sample_rollouts(run_dir, layout)
+        step, count, rollouts, more = sample_rollouts(run_dir, layout, found)
+        notes += more
         return Samples(key=key, step=step, count=count, rollouts=rollouts, notes=notes)
 
     def checkpoints(self, run_dir: Path, layout: Layout = Layout.H, notes: list[str] | None = None) -> dict[int, list[str]]:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from rlagent.tools import safefs
 from rlagent.tools.frameworks.lines import decode, iter_lines, strip_ansi
-from rlagent.tools.safefs import open_regular
+from rlagent.tools.safefs import open_regular, read_up_to
 
 _TEXT_SIGNATURES: dict[str, re.Pattern[str]] = {
     "verl": re.compile(r"(?:^|[^\w/])step:\d+ - [\w/@.-]+:"),
@@ -86,7 +86,7 @@ def detect_text(text: str) -> Detection:
 
 def _head(path: Path) -> str:
     with open_regular(path) as handle:  # a FIFO named like a log must not block detection
-        return decode(handle.read(HEAD_BYTES))
+        return decode(read_up_to(handle, HEAD_BYTES))
 
 
 def detect_file(path: str | Path) -> Detection:
