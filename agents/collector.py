@@ -343,7 +343,7 @@ def _refresh_early(history: MetricHistory) -> None:
         table = history.table(process)  # type: ignore[arg-type]
         if not table:
             continue
-        metrics = {name for row in table.values() for name in row}
+        metrics = set().union(*table.values())  # every metric name (the keys of every row, gathered in C)
         for name in metrics:
             key = f"{process}/{name}"
             if len(history.early.get(key, [])) >= EARLY_VALUES:

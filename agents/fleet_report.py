@@ -47,7 +47,7 @@ def framework_of(run: RunInfo) -> str:
 
 def _median_step_time(history: MetricHistory) -> float | None:
     for process in ("trainer", "orchestrator"):
-        values = [v for _, v in history.finite_series(process, "step_time")[-10:] if v > 0]  # type: ignore[arg-type]
+        values = [v for _, v in history.recent(process, "step_time", 10, finite=True) if v > 0]  # type: ignore[arg-type]
         if values:
             return statistics.median(values)
     return None
@@ -86,18 +86,16 @@ def summary_of(state: CheckinState, *, wall: datetime | None = None, retired: bo
 
 def plots_of(history: MetricHistory) -> list[Plot]:
     plots = []
+    steps = {process: sorted(history.table(process)) for process in ("trainer", "orchestrator")}  # type: ignore[arg-type]
     for key, title, unit, wanted, scale in PLOTS:
         series = []
         for process, metric, label in wanted:
-            raw = history.series(process, metric)  # type: ignore[arg-type]
+            table = history.table(process)  # type: ignore[arg-type]
+            raw = [(s, row[metric]) for s in steps[process] if metric in (row := table[s])]  # as history.series
             if not raw:
                 continue
-            finite, bad = [], []
-            for s, v in raw:
-                if math.isfinite(v):
-                    finite.append((s, v * scale))
-                else:
-                    bad.append(s)
+            finite = [(s, v * scale) for s, v in raw if math.isfinite(v)]
+            bad = [s for s, v in raw if not math.isfinite(v)]
             series.append(Series(name=label, points=downsample(finite), nonfinite_steps=bad[-50:]))
         if series:
             plots.append(Plot(key=key, title=title, unit=unit, series=series))

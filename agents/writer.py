@@ -190,16 +190,15 @@ def render_header(state: CheckinState, obs: Observation, marker: str) -> str:
 
 
 def _latest(history: MetricHistory, process: str, metric: str) -> tuple[int, float] | None:
-    series = history.series(process, metric)  # type: ignore[arg-type]
-    return series[-1] if series else None
+    newest = history.recent(process, metric, 1)  # type: ignore[arg-type]
+    return newest[0] if newest else None
 
 
 def _trend(history: MetricHistory, process: str, metric: str, show: Callable[[float], str] = fmt) -> str | None:
-    series = history.series(process, metric)  # type: ignore[arg-type]
-    if not series:
+    recent = history.recent(process, metric, TREND_STEPS)  # type: ignore[arg-type]
+    if not recent:
         return None
-    step, value = series[-1]
-    recent = series[-TREND_STEPS:]
+    step, value = recent[-1]
     if len(recent) < 3:
         return f"{show(value)} @ step {step}"
     return f"{show(value)} @ step {step} {sparkline([v for _, v in recent])} (steps {recent[0][0]}-{step})"
@@ -209,7 +208,7 @@ def progress_line(history: MetricHistory, config: RunConfig) -> str:
     parts = []
     reward = _trend(history, "orchestrator", "reward")
     parts.append(f"reward/mean {reward}" if reward else "reward/mean n/a (no orchestrator step yet)")
-    length_metric = "output_tokens" if history.series("orchestrator", "output_tokens") else "seq_len"
+    length_metric = "output_tokens" if history.recent("orchestrator", "output_tokens", 1) else "seq_len"
     length = _trend(history, "orchestrator", length_metric, lambda v: f"{v:.0f}")
     if length:
         cap = config.max_completion_tokens if length_metric == "output_tokens" else config.seq_len
@@ -243,7 +242,7 @@ def stability_line(history: MetricHistory, findings: list[Finding]) -> str:
 
 
 def _recent_median(history: MetricHistory, process: str, metric: str, n: int = 10) -> float | None:
-    values = [v for _, v in history.finite_series(process, metric)[-n:]]  # type: ignore[arg-type]
+    values = [v for _, v in history.recent(process, metric, n, finite=True)]  # type: ignore[arg-type]
     return statistics.median(values) if values else None
 
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import random
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from rlagent.tools.svgplot import MAX_POINTS, downsample
 
 
@@ -32,3 +35,30 @@ def test_a_long_series_keeps_each_buckets_lowest_and_highest_point_in_step_order
 def test_a_flat_bucket_keeps_its_first_point_once():
     points = [(s, 2.0) for s in range(10)]
     assert downsample(points, limit=4) == [(0, 2.0), (5, 2.0)]
+
+
+def _downsample_bucket_by_bucket(points, limit=MAX_POINTS):
+    """The plain loop the fast version replaced: the oracle."""
+    if len(points) <= limit:
+        return list(points)
+    buckets = max(1, limit // 2)
+    size = len(points) / buckets
+    out = []
+    for b in range(buckets):
+        start, end = int(b * size), int((b + 1) * size)
+        if start == end:
+            continue
+        chunk = points[start:end]
+        low = min(range(len(chunk)), key=lambda i: chunk[i][1])
+        high = max(range(len(chunk)), key=lambda i: (chunk[i][1], -i))
+        out.append(chunk[min(low, high)])
+        if low != high:
+            out.append(chunk[max(low, high)])
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(-5, 5, allow_nan=False) | st.sampled_from([0.0, 1.0]), max_size=1500), st.integers(2, 500))
+def test_downsampling_keeps_the_points_a_bucket_by_bucket_loop_keeps(values, limit):
+    points = [(s, v) for s, v in enumerate(values)]
+    assert downsample(points, limit) == _downsample_bucket_by_bucket(points, limit)

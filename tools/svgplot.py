@@ -28,16 +28,18 @@ def downsample(points: Sequence[tuple[int, float]], limit: int = MAX_POINTS) -> 
     buckets = max(1, limit // 2)
     size = len(points) / buckets
     values = [v for _, v in points]
+    bounds = sorted({int(b * size) for b in range(buckets + 1)})  # a bucket that would be empty is skipped
+    starts = bounds[:-1]
+    chunks = [values[a:b] for a, b in zip(starts, bounds[1:], strict=True)]
+    # Each bucket's first lowest and first highest, found by map over C functions, not a Python loop.
+    lows = map(list.index, chunks, map(min, chunks))
+    highs = map(list.index, chunks, map(max, chunks))
     out: list[tuple[int, float]] = []
-    for b in range(buckets):
-        start, end = int(b * size), int((b + 1) * size)
-        if start == end:
-            continue
-        chunk = values[start:end]  # the first lowest and first highest, found in C rather than by a key function
-        low, high = start + chunk.index(min(chunk)), start + chunk.index(max(chunk))
-        out.append(points[min(low, high)])
-        if low != high:
-            out.append(points[max(low, high)])
+    for start, low, high in zip(starts, lows, highs, strict=True):
+        first, second = (low, high) if low <= high else (high, low)
+        out.append(points[start + first])
+        if second != first:
+            out.append(points[start + second])
     return out
 
 

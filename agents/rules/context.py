@@ -75,6 +75,21 @@ def trailing(points: Sequence[Point], holds: Callable[[float], bool]) -> list[Po
     return list(points[start:])
 
 
+def trailing_medians(points: Sequence[Point], k: int, holds: Callable[[float], bool]) -> list[Point]:
+    """`trailing` over the k-step rolling median (from the k-th point on): the run of (step, median
+    of the k values up to it) at the end of the series for which `holds` is true. Computed back
+    from the newest point only as far as the run goes: a healthy run stops at the first."""
+    values = [v for _, v in points]
+    out: list[Point] = []
+    for i in range(len(points) - 1, k - 2, -1):
+        value = median(values[i - k + 1 : i + 1])
+        if not holds(value):
+            break
+        out.append((points[i][0], value))
+    out.reverse()
+    return out
+
+
 def streak_vs_reference(
     points: Sequence[Point], ratio: float, *, below: bool, window: int, min_ref: int
 ) -> tuple[list[Point], float] | None:
@@ -83,20 +98,24 @@ def streak_vs_reference(
 
     The reference is taken before the streak so that a lasting change is still judged against
     what came before it, not against a rolling median that has already moved with it.
+    `points` are finite (as `RuleContext.series` gives them); `min_ref` is at least 1.
     """
     values = [v for _, v in points]
-    # Suffix extremes: every value from i on is below c <=> the suffix max is below c.
-    extreme = list(values)
-    for i in range(len(values) - 2, -1, -1):
-        extreme[i] = max(extreme[i], extreme[i + 1]) if below else min(extreme[i], extreme[i + 1])
+    # Prefix extremes bound every reference: the median of values before `start` is at most their
+    # max (at least their min). Once the streak's own extreme is past `ratio` x that bound, no
+    # earlier start can hold either (its extreme only grows, its bound only shrinks): stop there.
+    bounds = list(itertools.accumulate(values, max if below else min))
     best: tuple[int, float] | None = None
-    # The median of the `window` values before `start` is the rolling median ending at start - 1.
-    refs = rolling_median(values[: len(values) - 1], window) if min_ref >= 1 else None
+    extreme = values[-1] if values else math.nan
     for start in range(len(values) - 1, min_ref - 1, -1):
-        ref = refs[start - 1] if refs is not None else median(values[max(0, start - window) : start])
+        # Every value from `start` on is below c <=> their max is below c.
+        extreme = max(values[start], extreme) if below else min(values[start], extreme)
+        ref = median(values[max(0, start - window) : start])
         limit = ratio * ref
-        if (extreme[start] < limit) if below else (extreme[start] > limit):
+        if (extreme < limit) if below else (extreme > limit):
             best = (start, ref)
+        elif ratio >= 0 and ((extreme >= ratio * bounds[start - 1]) if below else (extreme <= ratio * bounds[start - 1])):
+            break
     return (list(points[best[0] :]), best[1]) if best else None
 
 
@@ -195,6 +214,7 @@ class RuleContext:
     _series: dict[tuple[str, str], list[Point]] = field(default_factory=dict, init=False, repr=False)
     _rows: dict[str, list[tuple[int, dict[str, float]]]] = field(default_factory=dict, init=False, repr=False)
     _names: dict[str, set[str]] = field(default_factory=dict, init=False, repr=False)
+    _last: dict[str, int | None] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.now is None:
@@ -258,10 +278,13 @@ class RuleContext:
         return median(values)
 
     def last_step(self, process: Process) -> int | None:
+        if process in self._last:  # asked for every kept event: the history's max step, found once
+            return self._last[process]
         steps = [self.history.last_step(process)]
         steps.append(self.observation.trainer_step if process == "trainer" else self.observation.orchestrator_step)
         known = [s for s in steps if s is not None]
-        return max(known) if known else None
+        self._last[process] = max(known) if known else None
+        return self._last[process]
 
     @property
     def step(self) -> int | None:

@@ -22,10 +22,10 @@ from rlagent.agents.rules.context import (
     point,
     points_evidence,
     rolling_mean,
-    rolling_median,
     streak_vs_reference,
     theil_sen_slope,
     trailing,
+    trailing_medians,
 )
 from rlagent.models.findings import Finding
 from rlagent.models.run import Severity
@@ -111,7 +111,7 @@ def reward_constant(ctx: RuleContext) -> Finding | None:
     t = ctx.thresholds
     k, eps = t.reward_constant_steps, t.reward_constant_eps
     table = ctx.history.orchestrator
-    rows = [(s, table[s]) for s in sorted(table) if math.isfinite(table[s].get("reward", math.nan))]
+    rows = [(s, table[s]) for s, _ in ctx.series("orchestrator", "reward")]  # the steps with a finite reward
     if len(rows) < k:
         return None
     if all("reward_min" in r and "reward_max" in r for _, r in rows[-k:]):
@@ -219,8 +219,7 @@ def truncation_high(ctx: RuleContext) -> Finding | None:
     # The median of the last k steps, not every single step: a per-step fraction of a few dozen
     # rollouts (k/16 in layout L) jitters around 50 % while the run is plainly over it.
     k = t.sustain_steps
-    smoothed = list(zip((s for s, _ in points), rolling_median([v for _, v in points], k), strict=True))[k - 1 :]
-    streak = trailing(smoothed, lambda v: v > t.truncation_high)
+    streak = trailing_medians(points, k, lambda v: v > t.truncation_high)
     if len(streak) >= k:
         s, v = streak[-1]
         raw = [p for p in points if streak[0][0] - k < p[0] <= s]

@@ -51,8 +51,12 @@ def _dropped_core(message: str) -> bool:
 
 
 def nan_detected(ctx: RuleContext) -> Finding | None:
+    tables = {process: ctx.history.table(process) for process, _ in NAN_METRICS}
     bad = [
-        (s, metric, v) for process, metric in NAN_METRICS for s, v in ctx.history.series(process, metric) if not math.isfinite(v)
+        (s, metric, row[metric])
+        for process, metric in NAN_METRICS
+        for s, row in tables[process].items()
+        if metric in row and not math.isfinite(row[metric])
     ]
     dropped = [e for e in ctx.of_kind("nonfinite_dropped") if _dropped_core(e.message)]
     if not bad and not dropped:
@@ -188,21 +192,26 @@ def grad_norm_spike(ctx: RuleContext) -> Finding | None:
     t = ctx.thresholds
     points = ctx.series("trainer", "grad_norm")
     values = [v for _, v in points]
+    last = points[-1][0] if points else 0
+    # Runs of spikes, read back from the newest step: only runs that end within the recent steps
+    # count, so the first step without a spike before them ends the search.
     runs: list[list[tuple[int, float, float]]] = []
     current: list[tuple[int, float, float]] = []
-    for i, (s, v) in enumerate(points):
+    for i in range(len(points) - 1, -1, -1):
+        s, v = points[i]
         before = values[max(0, i - t.rolling_window) : i]
         ref = median(before) if len(before) >= t.min_baseline_points else None
         if s > t.warmup_steps and ref is not None and ref > 0 and v > t.grad_spike_ratio * ref:
             current.append((s, v, ref))
             continue
         if current:
-            runs.append(current)
+            runs.append(current[::-1])
         current = []
+        if s <= last - t.recent_steps:
+            break
     if current:
-        runs.append(current)
-    last = points[-1][0] if points else 0
-    runs = [r for r in runs if len(r) >= t.grad_spike_steps and r[-1][0] > last - t.recent_steps]
+        runs.append(current[::-1])
+    runs = [r for r in reversed(runs) if len(r) >= t.grad_spike_steps and r[-1][0] > last - t.recent_steps]
     if not runs:
         return None
     run = runs[-1]

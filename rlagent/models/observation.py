@@ -106,6 +106,20 @@ class MetricHistory(BaseModel):
     def finite_series(self, process: Process, metric: str) -> list[tuple[int, float]]:
         return [(s, v) for s, v in self.series(process, metric) if math.isfinite(v)]
 
+    def recent(self, process: Process, metric: str, n: int, *, finite: bool = False) -> list[tuple[int, float]]:
+        """The newest `n` points of `series` (of `finite_series` if `finite`), in step order: read
+        back from the newest step, so a check-in's summary lines do not walk the whole window."""
+        table = self.table(process)
+        out: list[tuple[int, float]] = []
+        for s in sorted(table, reverse=True):
+            if len(out) >= n:
+                break
+            row = table[s]
+            if metric in row and (not finite or math.isfinite(row[metric])):
+                out.append((s, row[metric]))
+        out.reverse()
+        return out
+
     def early_values(self, process: Process, metric: str) -> list[float]:
         return self.early.get(f"{process}/{metric}", [])
 
