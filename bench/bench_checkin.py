@@ -12,7 +12,7 @@ of --repeats, and the load average is printed with each row):
       (user + sys of the process, all threads) of the check-in alone, and the peak RSS. `read MB` is
       what it read: a console log (verl, TRL, OpenRLHF) is read at most 64 MB per check-in.
   (b) a warm check-in after 1 MB more is appended, timed inside the running monitor (Python
-      start-up not counted); wall and CPU.
+      start-up not counted, the garbage collector set as the program sets it); wall and CPU.
   (d) `rlagent check RUN --offline --json` as a whole process on the warm run, and next to it the
       floor of the stack: a Python that only imports langgraph's graph and SQLite checkpointer. Both
       with their bytecode cached, as after `pip install` (PYTHONPYCACHEPREFIX under --out).
@@ -47,6 +47,8 @@ import json, resource, sys, time
 from pathlib import Path
 from rlagent.graph.runner import Monitor
 from rlagent.tools.adapters import discover
+import rlagent
+rlagent.settle_collector()  # as the rlagent program does once its imports are done
 monitor = Monitor(discover(Path(sys.argv[1])), home=Path(sys.argv[2]), offline=True)
 def cpu():
     r = resource.getrusage(resource.RUSAGE_SELF)

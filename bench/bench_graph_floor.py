@@ -20,6 +20,7 @@ import statistics
 import time
 from pathlib import Path
 
+import rlagent
 from rlagent.evals.simulator import append_big_h_run, write_big_h_run
 from rlagent.graph.build import Nodes
 from rlagent.graph.runner import Monitor
@@ -46,6 +47,7 @@ def main() -> None:
     parser.add_argument("--checkins", type=int, default=20)
     parser.add_argument("--run", type=Path, help="a layout-H run written by the simulator (default: a new 256 MB one)")
     args = parser.parse_args()
+    rlagent.settle_collector()  # as the rlagent program does once its imports are done
     run = args.run or args.out / "floor-h-256M"
     if not run.exists():
         write_big_h_run(run, 256 << 20)
