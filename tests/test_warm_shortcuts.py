@@ -1,5 +1,6 @@
 """The warm check-in's shortcuts give what the long way gives: medians computed back from the newest
-step only as far as a streak goes, the newest points of a series read back from the newest step,
+step only as far as a streak goes, streak searches that stop where no earlier start can win, grad-norm
+spikes looked for back from the newest step, the newest points of a series read back from the newest step,
 STATUS.md marker lines found by a bytes search instead of an anchored regex, and the first lines
 of a rollouts file found without splitting all of it."""
 
@@ -12,8 +13,10 @@ import re
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_rules import healthy
 
-from rlagent.agents.rules.context import rolling_median, trailing, trailing_medians
+from rlagent.agents.rules.context import median, rolling_median, streak_vs_reference, trailing, trailing_medians
+from rlagent.agents.rules.stability import grad_norm_spike
 from rlagent.models.observation import MetricHistory
 from rlagent.tools.rollouts import head_and_count
 from rlagent.tools.safefs import read_up_to
@@ -95,3 +98,68 @@ def test_a_read_sized_to_the_file_reads_what_a_plain_read_reads(tmp_path_factory
     with open(path, "rb") as f, pytest.MonkeyPatch.context() as patch:
         patch.setattr(os, "fstat", lambda fd: stale)  # the file grew after its size was taken: read on
         assert read_up_to(f, limit) == (data + grown)[:limit]
+
+
+def _streak_vs_reference_whole(points, ratio, *, below, window, min_ref):
+    """The search before it learned to stop: every start, against the full rolling median (the oracle)."""
+    values = [v for _, v in points]
+    extreme = list(values)
+    for i in range(len(values) - 2, -1, -1):
+        extreme[i] = max(extreme[i], extreme[i + 1]) if below else min(extreme[i], extreme[i + 1])
+    best = None
+    refs = rolling_median(values[: len(values) - 1], window)
+    for start in range(len(values) - 1, min_ref - 1, -1):
+        ref = refs[start - 1]
+        limit = ratio * ref
+        if (extreme[start] < limit) if below else (extreme[start] > limit):
+            best = (start, ref)
+    return (list(points[best[0] :]), best[1]) if best else None
+
+
+levels = st.lists(st.tuples(st.integers(1, 40), st.floats(0.5, 200.0)), min_size=1, max_size=6)
+
+
+@settings(max_examples=400, deadline=None)
+@given(levels, st.sampled_from([0.5, 1.5]), st.booleans(), st.integers(3, 20), st.integers(1, 5), st.randoms())
+def test_a_streak_search_that_stops_early_finds_the_streak_a_full_search_finds(segments, ratio, below, window, min_ref, rng):
+    # Plateaus with noise: a run that steps down (a collapse) or up (a slowdown) and back.
+    values = [level * rng.uniform(0.8, 1.2) for length, level in segments for _ in range(length)]
+    points = [(s + 1, v) for s, v in enumerate(values)]
+    found = streak_vs_reference(points, ratio, below=below, window=window, min_ref=min_ref)
+    assert found == _streak_vs_reference_whole(points, ratio, below=below, window=window, min_ref=min_ref)
+
+
+def _spike_runs_whole(points, t):
+    """Every run of grad-norm spikes over the whole series, the recent ones kept (the oracle)."""
+    values = [v for _, v in points]
+    runs, current = [], []
+    for i, (s, v) in enumerate(points):
+        before = values[max(0, i - t.rolling_window) : i]
+        ref = median(before) if len(before) >= t.min_baseline_points else None
+        if s > t.warmup_steps and ref is not None and ref > 0 and v > t.grad_spike_ratio * ref:
+            current.append(s)
+            continue
+        if current:
+            runs.append(current)
+        current = []
+    if current:
+        runs.append(current)
+    last = points[-1][0] if points else 0
+    return [r for r in runs if len(r) >= t.grad_spike_steps and r[-1] > last - t.recent_steps]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(20, 160), st.lists(st.tuples(st.integers(0, 159), st.integers(1, 4)), max_size=6), st.randoms())
+def test_spikes_looked_for_back_from_the_newest_step_are_the_ones_a_whole_scan_finds(n, spikes, rng):
+    run = healthy(seed=rng.randint(0, 9), n=n)
+    for start, length in spikes:
+        run.set("trainer", "grad_norm", lambda s: 40.0, [s for s in range(start, start + length) if s in run.trainer])
+    ctx = run.ctx()
+    runs = _spike_runs_whole(ctx.series("trainer", "grad_norm"), ctx.thresholds)
+    found = grad_norm_spike(ctx)
+    if not runs:
+        assert found is None
+    else:
+        assert (found.first_step, found.last_step) == (runs[-1][0], runs[-1][-1])
+        counted = f"({len(runs)} such spikes in the last"
+        assert (counted in found.summary) if len(runs) > 1 else ("such spikes" not in found.summary)
