@@ -9,7 +9,9 @@ of --repeats, and the load average is printed with each row):
   cat   `cat` of the run's log files to /dev/null: reading the bytes.
   grep  `grep -cE "WARNING|ERROR"` over the same files: what the runbook does by hand.
   (a) a cold first check-in: a fresh monitor process per repeat, fresh state; wall and CPU time
-      (user + sys of the process, all threads) of the check-in alone, and the peak RSS. `read MB` is
+      (user + sys of the process, all threads, and of the child that shares a big read with it:
+      tools/forkread.py) of the check-in alone, and the peak RSS (the child's, which counts the
+      pages it shares with the monitor too, in the JSON). `read MB` is
       what it read: a console log (verl, TRL, OpenRLHF) is read at most 64 MB per check-in.
   (b) a warm check-in after 1 MB more is appended, timed inside the running monitor (Python
       start-up not counted, the garbage collector set as the program sets it); wall and CPU.
@@ -50,9 +52,10 @@ from rlagent.tools.adapters import discover
 import rlagent
 rlagent.settle_collector()  # as the rlagent program does once its imports are done
 monitor = Monitor(discover(Path(sys.argv[1])), home=Path(sys.argv[2]), offline=True)
-def cpu():
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
+from rlagent.tools import forkread
+def cpu():  # the reading child of a big read (tools/forkread.py) counts too: it is reaped in the check-in
+    r, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime + c.ru_utime + c.ru_stime
 def peak_rss_mb():
     # VmHWM, this process's own peak: Linux carries ru_maxrss over from the forking parent (the
     # benchmark, which holds a framework log's block) through exec, ru_maxrss would report that.
@@ -64,7 +67,8 @@ for command in sys.stdin:
     elapsed, cpu_s = time.perf_counter() - started, cpu() - cpu_started
     rss_mb = peak_rss_mb()
     print(json.dumps({"seconds": elapsed, "cpu_s": cpu_s, "bytes_read": state.out.observation.bytes_read,
-                      "step": state.out.observation.trainer_step, "peak_rss_mb": rss_mb}), flush=True)
+                      "step": state.out.observation.trainer_step, "peak_rss_mb": rss_mb,
+                      "child_rss_mb": forkread.stats.peak_child_rss_kb / 1024}), flush=True)
 """
 FLOOR = "import langgraph.graph, langgraph.checkpoint.sqlite"
 
@@ -243,6 +247,7 @@ def bench_run(name: str, run: Path, repeats: int, warm_runs: int) -> dict:
         "cold_cpu_over_grep_cpu": med(c["cpu_s"] for c in cold) / max(grep_cpu, 1e-3),
         "cold_over_cat": cold_s / cat_s,
         "cold_rss_mb": max(c["peak_rss_mb"] for c in cold),
+        "cold_child_rss_mb": max(c["child_rss_mb"] for c in cold),
         "cold_read_mb": med(c["bytes_read"] for c in cold) / 1e6,
         "warm_ms": med(w["seconds"] for w in warm) * 1000,
         "warm_cpu_ms": med(w["cpu_s"] for w in warm) * 1000,

@@ -78,3 +78,21 @@ print("numpy" in sys.modules, set(counts) == {1 << 20})
 """
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.stdout.split() == ["False", "True", "True"], done.stderr
+
+
+def test_a_read_known_to_be_long_takes_numpy_from_its_first_mb():
+    import subprocess
+    import sys
+
+    probe = """
+import sys
+from rlagent.tools import needlesearch
+buf = bytearray(b"x\\n" * (1 << 20))
+needlesearch.expect_read(200 << 20)
+needlesearch.count_newlines(buf, 0, len(buf))
+print("numpy" in sys.modules)
+needlesearch.expect_read(256 << 20)
+print(needlesearch.count_newlines(buf, 0, len(buf)) == 1 << 20, "numpy" in sys.modules)
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["False", "True", "True"], done.stderr

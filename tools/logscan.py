@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rlagent.tools.loglines import Head, clean, parse_head
-from rlagent.tools.needlesearch import count_newlines, line_starts_in
+from rlagent.tools.needlesearch import count_newlines, expect_read, line_starts_in
 from rlagent.tools.safefs import open_regular
 
 # Every line a rule can use contains one of these: levels, crash text that torchrun or C++
@@ -74,6 +74,7 @@ def scan_file(
     line_no = first_line_no  # number of the next line to be read
     buf = bytearray(min(CHUNK, max(end - start, 0)) + 4096)
     carry = 0  # bytes of an incomplete line at the front of buf
+    expect_read(end - start)
     with open_regular(path) as f:
         f.seek(start)
         pos = start
@@ -113,6 +114,7 @@ def _scan_buffer(buf: bytes | bytearray, n: int, line_no: int, result: ScanResul
     _sample_stamp(buf, 0, line_no, result)
     cursor, cursor_line = 0, line_no
     skip_until = -1
+    parsed: tuple[int, str, Head] | None = None  # the head line a record's continuation stopped at
     for start in starts:
         if start < skip_until:
             continue
@@ -124,11 +126,14 @@ def _scan_buffer(buf: bytes | bytearray, n: int, line_no: int, result: ScanResul
             result.long_lines += 1
         if b"\x00" in raw:
             continue  # junk: counted for the whole buffer below, never quoted
-        text = clean(raw)
-        head = parse_head(text)
+        if parsed is not None and parsed[0] == start:  # parsed already: lines that matter come in runs
+            _, text, head = parsed
+        else:
+            text = clean(raw)
+            head = parse_head(text)
         line = ScannedLine(cursor_line, text, head)
         if head is not None:
-            skip_until = _attach_continuation(buf, n, stop + 1, line)
+            skip_until, parsed = _attach_continuation(buf, n, stop + 1, line)
         result.lines.append(line)
     last_line_start = buf.rfind(b"\n", 0, n - 1) + 1
     end_line = cursor_line + count_newlines(buf, cursor, n)
@@ -165,8 +170,9 @@ def _junk_lines(buf: bytes | bytearray, n: int) -> int:
     return len(starts)
 
 
-def _attach_continuation(buf: bytes | bytearray, n: int, pos: int, line: ScannedLine) -> int:
-    """Attach the lines after a record head that have no head of their own; return where they end.
+def _attach_continuation(buf: bytes | bytearray, n: int, pos: int, line: ScannedLine) -> tuple[int, tuple[int, str, Head] | None]:
+    """Attach the lines after a record head that have no head of their own; return where they end
+    and, when a head ends them, that head line parsed (its offset, text and head).
 
     Once the detail is full the rest is left to the scan: a long traceback's last lines (the
     exception, torchrun's `ChildFailedError:`) are then classified on their own.
@@ -176,15 +182,15 @@ def _attach_continuation(buf: bytes | bytearray, n: int, pos: int, line: Scanned
         stop = buf.find(b"\n", pos, n)
         raw = buf[pos : min(stop, pos + MAX_LINE)]
         text = clean(raw)
-        if raw and raw[0] in _HEAD_FIRST_BYTES and parse_head(text) is not None:
-            return pos
+        if raw and raw[0] in _HEAD_FIRST_BYTES and (head := parse_head(text)) is not None:
+            return pos, (pos, text, head)
         if b"\x00" in raw:
             text = ""  # keep the line count right; junk is not quoted
         if size < MAX_DETAIL:
             line.detail.append(text[: MAX_DETAIL - size])
             size += len(text)
         pos = stop + 1
-    return pos
+    return pos, None
 
 
 def _sample_stamp(buf: bytes | bytearray, start: int, line_no: int, result: ScanResult) -> None:

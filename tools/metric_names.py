@@ -85,24 +85,28 @@ def is_orchestrator_row(row: dict) -> bool:
     return any(key.startswith(_ORCHESTRATOR_PREFIXES) for key in row)
 
 
-def canonical_jsonl(row: dict, orchestrator: bool) -> dict[str, float]:
-    """Map one metrics.jsonl row to canonical names (non-numeric values ignored).
-
-    Orchestrator rows have hundreds of keys: known ones are looked up directly, and only the
-    `train/agg/all/` keys are matched for the per-agent ones.
-    """
-    out: dict[str, float] = {}
+def canonical_plan(keys: tuple[str, ...], orchestrator: bool) -> tuple[tuple[str, str], ...]:
+    """The (key, canonical name) pairs a row with these keys maps, in the order they are set (a
+    later pair overwrites): the known keys in table order, then the per-agent `train/agg/all/`
+    keys in the row's order. Orchestrator rows have hundreds of keys and a run writes rows of a
+    few shapes: a caller can work this out once per shape (tools.metrics_jsonl)."""
+    present = set(keys)
     table = ORCHESTRATOR_JSONL_KEYS if orchestrator else TRAINER_JSONL_KEYS
-    for key, name in table.items():
-        value = row.get(key)
+    pairs = [(key, name) for key, name in table.items() if key in present]
+    if orchestrator:
+        for key in keys:
+            if key.startswith("train/agg/all/") and (match := _AGENT_KEY.match(key)):
+                pairs.append((key, ORCHESTRATOR_AGENT_KEYS[match.group(2)]))
+    return tuple(pairs)
+
+
+def canonical_values(row: dict, plan: tuple[tuple[str, str], ...]) -> dict[str, float]:
+    """The row's numeric values under their canonical names, by a plan of canonical_plan."""
+    out: dict[str, float] = {}
+    for key, name in plan:
+        value = row[key]
         if isinstance(value, int | float) and not isinstance(value, bool):
             out[name] = float(value)
-    if orchestrator:
-        for key, value in row.items():
-            if key.startswith("train/agg/all/") and isinstance(value, int | float) and not isinstance(value, bool):
-                match = _AGENT_KEY.match(key)
-                if match:
-                    out[ORCHESTRATOR_AGENT_KEYS[match.group(2)]] = float(value)
     return out
 
 

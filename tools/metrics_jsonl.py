@@ -15,13 +15,7 @@ import orjson
 
 from rlagent.models.observation import EvalPoint, FileCursor
 from rlagent.tools.bounds import plausible_step, plausible_time
-from rlagent.tools.metric_names import (
-    ORCHESTRATOR_JSONL_KEYS,
-    TRAINER_JSONL_KEYS,
-    canonical_jsonl,
-    eval_scores,
-    is_orchestrator_row,
-)
+from rlagent.tools.metric_names import canonical_plan, canonical_values, eval_scores, is_orchestrator_row
 from rlagent.tools.steprows import StepTable
 from rlagent.tools.tail import iter_complete_lines, plan_read
 
@@ -78,15 +72,13 @@ def read_metrics(run_dir: Path, cursor: FileCursor | None) -> MetricsRead:
 
 
 @lru_cache(maxsize=64)
-def _row_plan(keys: tuple[str, ...]) -> tuple[bool, bool, tuple[str, ...]]:
-    """What a row with these keys (in this order) is: (an eval row, an orchestrator row, the keys
-    canonical_jsonl can read). A run writes rows of a few shapes with hundreds of keys; each shape is
-    worked out once, and canonical_jsonl then sees only the keys it reads, in the row's order."""
+def _row_plan(keys: tuple[str, ...]) -> tuple[bool, bool, tuple[tuple[str, str], ...]]:
+    """What a row with these keys (in this order) is: (an eval row, an orchestrator row, what
+    it maps to canonical names). A run writes rows of a few shapes with hundreds of keys; each
+    shape is worked out once."""
     is_eval = any(k.startswith("eval/") for k in keys)
     orchestrator = is_orchestrator_row(dict.fromkeys(keys))
-    table = ORCHESTRATOR_JSONL_KEYS if orchestrator else TRAINER_JSONL_KEYS
-    wanted = tuple(k for k in keys if k in table or (orchestrator and k.startswith("train/agg/all/")))
-    return is_eval, orchestrator, wanted
+    return is_eval, orchestrator, canonical_plan(keys, orchestrator)
 
 
 def _take_row(raw: bytes, line_no: int, out: MetricsRead, bad: int, first_bad: int) -> tuple[int, int]:
@@ -103,12 +95,12 @@ def _take_row(raw: bytes, line_no: int, out: MetricsRead, bad: int, first_bad: i
     if not plausible_step(step) or (numeric_time and not (plausible_time(stamp) and stamp <= out.latest)):
         out.out_of_range += 1
         return bad, first_bad
-    is_eval, orchestrator, keys = _row_plan(tuple(row))
+    is_eval, orchestrator, plan = _row_plan(tuple(row))
     if (isinstance(step, float) and not step.is_integer()) or is_eval:
         for env, score in eval_scores(row).items():
             out.evals.append(EvalPoint(env=env, step=int(step), score=score))
         return bad, first_bad
-    values = canonical_jsonl({k: row[k] for k in keys}, orchestrator)
+    values = canonical_values(row, plan)
     process = "orchestrator" if orchestrator else "trainer"
     target = out.orchestrator if orchestrator else out.trainer
     if values:

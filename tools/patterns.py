@@ -130,17 +130,18 @@ def detail_kinds(detail_lines: list[str]) -> list[tuple[str, list[float], int]]:
     return list(found.values())
 
 
-_MASKS = (
-    (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>"),
-    (re.compile(r"\b[0-9a-f]{6,}\b"), "<id>"),
-    (re.compile(r"(?<![A-Za-z])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?"), "<n>"),
-    (re.compile(r"'[^']{0,200}'|\"[^\"]{0,200}\""), "<str>"),
+_MASKS = (  # (regex, its replacement, a text every match contains: where it is absent, the regex is not run)
+    (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>", ("0x",)),
+    (re.compile(r"\b[0-9a-f]{6,}\b"), "<id>", ()),
+    (re.compile(r"(?<![A-Za-z])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?"), "<n>", ()),
+    (re.compile(r"'[^']{0,200}'|\"[^\"]{0,200}\""), "<str>", ("'", '"')),
 )
 
 
 @lru_cache(maxsize=1024)
 def message_template(message: str) -> str:
     """Mask numbers, hex and ids so that a thousand identical warnings group as one."""
-    for regex, repl in _MASKS:
-        message = regex.sub(repl, message)
+    for regex, repl, needed in _MASKS:
+        if not needed or any(text in message for text in needed):
+            message = regex.sub(repl, message)
     return message[:200]

@@ -3,8 +3,11 @@ checkpoints, configs), wrapped into the adapter interface; their bodies are unch
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, tzinfo
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from rlagent.models.observation import EvalPoint, FileCursor
 from rlagent.models.run import Framework, Layout, RunConfig, RunInfo
@@ -12,6 +15,7 @@ from rlagent.tools.adapters.base import FileRead, ResumePlan, RunRead, Samples, 
 from rlagent.tools.adapters.console import ConsoleState, analyse
 from rlagent.tools.checkpoints import checkpoint_parts, newest_complete
 from rlagent.tools.configs import read_run_config
+from rlagent.tools.forkread import run_split
 from rlagent.tools.frameworks.lines import LogLine
 from rlagent.tools.frameworks.records import MetricRow
 from rlagent.tools.layout import RunNotFound, _looks_like_run, current_attempt, discover_run, log_files
@@ -50,10 +54,14 @@ class PrimeRLAdapter:
         layout = _layout(run)
         out = RunRead()
         out.attempt = current_attempt(run_dir, out.notes) if layout is Layout.H else None
-        for path in log_files(run_dir, layout, out.notes):
-            rel = str(path.relative_to(run_dir))
-            out.files.append(_from_log(read_log(path, rel, cursors.get(rel), tz, keep_per_kind=keep_per_kind)))
-        metrics = read_metrics(run_dir, cursors.get(METRICS_REL))
+        rels = [str(path.relative_to(run_dir)) for path in log_files(run_dir, layout, out.notes)]
+        tasks: list[Callable[[], Any]] = [
+            partial(read_log, run_dir / rel, rel, cursors.get(rel), tz, keep_per_kind=keep_per_kind) for rel in rels
+        ]
+        tasks.append(partial(read_metrics, run_dir, cursors.get(METRICS_REL)))
+        weights = [_new_bytes(run_dir / rel, cursors.get(rel)) for rel in [*rels, METRICS_REL]]
+        *logs, metrics = run_split(tasks, weights)
+        out.files += [_from_log(read) for read in logs]
         out.files.append(_from_metrics(metrics))
         return out
 
@@ -95,6 +103,16 @@ class PrimeRLAdapter:
 
     def process_markers(self, run: RunInfo) -> list[str]:
         return [run.run_dir]
+
+
+def _new_bytes(path: Path, cursor: FileCursor | None) -> int:
+    """About what a read of `path` will take (what it held at the cursor is not read again); 0 if
+    it cannot be stat'ed (its read will say why)."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return 0
+    return max(size - (cursor.offset if cursor else 0), 0)
 
 
 def _parse_rows(line: LogLine, state: ConsoleState | None = None) -> list[MetricRow]:
