@@ -2,7 +2,7 @@
 
 import random
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from rlagent.tools import needlesearch
@@ -96,3 +96,13 @@ print(needlesearch.count_newlines(buf, 0, len(buf)) == 1 << 20, "numpy" in sys.m
 """
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.stdout.split() == ["False", "True", "True"], done.stderr
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 3000), max_size=400), st.binary(max_size=40))
+@example([0] * 200, b"")  # empty lines right where it switches to counting
+@example([4000] * 70 + [0] * 200, b"\n")
+def test_newlines_in_counts_what_bytes_count_counts(lengths, tail):
+    """Long lines (found one by one), short ones (counted in one pass after the switch), and mixes."""
+    data = b"".join(b"x" * n + b"\n" for n in lengths) + tail
+    assert needlesearch.newlines_in(data) == data.count(b"\n")

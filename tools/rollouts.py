@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from rlagent.models.observation import Rollout
 from rlagent.models.run import Layout
 from rlagent.tools.bounds import STEP_DIGITS
+from rlagent.tools.needlesearch import newlines_in
 from rlagent.tools.safefs import is_file, list_dir, list_names, open_regular, read_up_to, reason
 from rlagent.tools.untrusted import strip_controls
 
@@ -241,7 +242,7 @@ def head_and_count(data: bytes, n: int, *, cut: bool) -> tuple[list[bytes], int]
         lines = data.splitlines()
         lines = lines[:-1] if cut and lines else lines
         return lines[:n], len(lines)
-    count = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+    count = newlines_in(data) + (0 if data.endswith(b"\n") or not data else 1)
     count -= 1 if cut and count else 0
     end = 0
     for _ in range(min(n, count)):
