@@ -50,7 +50,7 @@ def test_split_reads_give_the_serial_results_in_order_from_both_processes(tmp_pa
     assert out["stats"]["peak_child_rss_kb"] > 0
 
 
-def test_small_reads_and_threaded_processes_stay_in_one_process(tmp_path):
+def test_small_reads_threaded_processes_and_one_cpu_stay_in_one_process(tmp_path):
     out = run_scenario(
         """
         import threading
@@ -59,7 +59,10 @@ def test_small_reads_and_threaded_processes_stay_in_one_process(tmp_path):
         threading.Thread(target=hold.wait, daemon=True).start()  # as `rlagent watch` has
         threaded = forkread.run_split([partial(work, i) for i in range(4)], [BIG] * 4)
         hold.set()
-        print(json.dumps({"pids": sorted({r[2] for r in small + threaded}), "parent": PARENT, "splits": forkread.stats.splits}))
+        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # one CPU: a child would only add memory
+        one_cpu = forkread.run_split([partial(work, i) for i in range(4)], [BIG] * 4)
+        pids = {r[2] for r in small + threaded + one_cpu}
+        print(json.dumps({"pids": sorted(pids), "parent": PARENT, "splits": forkread.stats.splits}))
         """,
         tmp_path,
     )

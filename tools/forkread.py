@@ -48,8 +48,8 @@ stats = SplitStats()
 
 def run_split(tasks: Sequence[Callable[[], Any]], weights: Sequence[int]) -> list[Any]:
     """Run every task and return their results in order: on two processes when the weights
-    (new bytes to read) add up to SPLIT_FROM or more, the platform can fork and this process
-    has one thread; else here, one after the other.
+    (new bytes to read) add up to SPLIT_FROM or more, the platform can fork, this process has one
+    thread and may run on two CPUs or more; else here, one after the other.
 
     The two processes take tasks from one queue, heaviest first, each taking the next as soon as
     it is free: how long a read takes depends on how many of its lines matter, which no size
@@ -60,6 +60,7 @@ def run_split(tasks: Sequence[Callable[[], Any]], weights: Sequence[int]) -> lis
         or sum(weights) < SPLIT_FROM
         or not hasattr(os, "fork")
         or threading.active_count() > 1
+        or _cores() < 2
     ):
         return [task() for task in tasks]
     queue_read, queue_write = os.pipe()
@@ -94,6 +95,14 @@ def run_split(tasks: Sequence[Callable[[], Any]], weights: Sequence[int]) -> lis
 _TOKEN = 4
 _MAX_TASKS = 4096
 """Tokens of 4 bytes: 16 KB of queue, well within a pipe's 64 KB (written before anyone reads)."""
+
+
+def _cores() -> int:
+    """CPUs this process may run on: with one, a child only adds its memory."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _work(tasks: Sequence[Callable[[], Any]], queue_read: int, results: dict[int, Any]) -> None:
