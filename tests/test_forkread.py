@@ -56,9 +56,11 @@ def test_small_reads_threaded_processes_and_one_cpu_stay_in_one_process(tmp_path
         import threading
         small = forkread.run_split([partial(work, i) for i in range(4)], [1000] * 4)
         hold = threading.Event()
-        threading.Thread(target=hold.wait, daemon=True).start()  # as `rlagent watch` has
+        other = threading.Thread(target=hold.wait, daemon=True)  # as `rlagent watch` has
+        other.start()
         threaded = forkread.run_split([partial(work, i) for i in range(4)], [BIG] * 4)
         hold.set()
+        other.join()
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # one CPU: a child would only add memory
         one_cpu = forkread.run_split([partial(work, i) for i in range(4)], [BIG] * 4)
         pids = {r[2] for r in small + threaded + one_cpu}
