@@ -8,10 +8,17 @@ the test session keeps the daemon threads of earlier tests (`rlagent watch`'s po
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+import pytest
+
+needs_two_cpus = pytest.mark.skipif(
+    len(os.sched_getaffinity(0)) < 2, reason="a child reads only where there are two CPUs (tested below)"
+)
 
 COMMON = """
 import json, os, sys, time
@@ -34,6 +41,7 @@ def run_scenario(body: str, tmp_path: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@needs_two_cpus
 def test_split_reads_give_the_serial_results_in_order_from_both_processes(tmp_path):
     out = run_scenario(
         """
@@ -71,6 +79,7 @@ def test_small_reads_threaded_processes_and_one_cpu_stay_in_one_process(tmp_path
     assert out["pids"] == [out["parent"]] and out["splits"] == 0
 
 
+@needs_two_cpus
 def test_a_child_killed_midway_loses_nothing(tmp_path):
     out = run_scenario(
         """
@@ -95,6 +104,7 @@ def test_a_child_killed_midway_loses_nothing(tmp_path):
     assert {r[2] for r in out["results"]} == {out["parent"]} and out["child_tasks"] == 0
 
 
+@needs_two_cpus
 def test_a_result_the_child_cannot_send_is_computed_here(tmp_path):
     out = run_scenario(
         """
@@ -112,6 +122,7 @@ def test_a_result_the_child_cannot_send_is_computed_here(tmp_path):
     assert out["results"] == [[i, out["parent"]] for i in range(6)]
 
 
+@needs_two_cpus
 def test_an_exception_here_propagates_and_leaves_no_child(tmp_path):
     out = run_scenario(
         """
@@ -144,6 +155,7 @@ def test_an_exception_here_propagates_and_leaves_no_child(tmp_path):
     assert out["in_child"] <= 2  # the child stopped after the task it had, not after the 40 of the queue
 
 
+@needs_two_cpus
 def test_the_prime_rl_adapter_reads_a_run_the_same_split_or_not(tmp_path):
     """A simulated layout-H run (logs and metrics.jsonl), read cold and then warm after more steps
     are appended: every file's events, groups, rows, cursors and notes agree with a serial read."""
