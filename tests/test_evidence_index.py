@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from rlagent.models.run import Layout
 from rlagent.tools import evidence
 from rlagent.tools.evidence import line_at, metric_on_disk, newest_step, step_lines
-from rlagent.tools.loglines import clean
+from rlagent.tools.loglines import clean, parse_head
+from rlagent.tools.steplines import parse_step_line
 
 from conftest import loguru_line
 
@@ -32,6 +33,19 @@ def step_line(step: int, entropy: float) -> str:
 def whole_file_newest(path) -> int | None:
     steps = [line.step for line in step_lines(path, "trainer")]
     return max(steps) if steps else None
+
+
+def whole_file_texts(path, step: int) -> list[tuple[int, str]]:
+    """The Claude auditor's step line citations as it read them before the index: every line."""
+    found = []
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            text = clean(raw)
+            head = parse_head(text)
+            line = parse_step_line(head.message, "trainer") if head else None
+            if line is not None and line.step == step and line.process == "trainer":
+                found.append((number, text))
+    return found
 
 
 def whole_file_metric(path, step: int) -> float | None:
@@ -97,6 +111,7 @@ def test_incremental_reads_give_what_a_whole_read_gives(tmp_path_factory, script
             assert newest_step(path, "trainer") == whole_file_newest(path)
             for step in range(0, 48, 3):
                 assert metric_on_disk(run, Layout.H, "trainer", "entropy", step) == whole_file_metric(path, step)
+                assert evidence.step_line_texts(path, "trainer", step) == whole_file_texts(path, step)
 
 
 def test_a_log_read_once_is_read_on_from_where_it_stopped(tmp_path, monkeypatch):
@@ -110,6 +125,9 @@ def test_a_log_read_once_is_read_on_from_where_it_stopped(tmp_path, monkeypatch)
         f.write(step_line(2001, 0.5))
     assert newest_step(path, "trainer") == 2001
     assert read == [len(step_line(2001, 0.5).encode())]  # the new line only, not the 2000 before it
+    monkeypatch.setattr(evidence, "_whole_file_texts", lambda *a: pytest.fail("the whole file was read"))
+    assert evidence.step_line_texts(path, "trainer", 1990) == [(1990, clean(step_line(1990, 0.5).encode()))]
+    assert read == [len(step_line(2001, 0.5).encode()), 0]  # nothing new: no line read again
 
 
 def whole_file_line(path, number: int) -> str | None:

@@ -151,28 +151,37 @@ def _step_line(raw: bytes, process: str) -> StepLine | None:
 class _Index(_Seen):
     """What the complete lines of one process's log said, up to `offset`."""
 
+    lines: int = 0
+    """Lines before `offset`."""
     newest: int | None = None
     """The highest step of any step line."""
     values: dict[int, dict[str, float]] = field(default_factory=dict)
     """Step -> metric -> value of the last line of that step giving it, for the newest KEPT_STEPS steps."""
+    sites: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
+    """Step -> (line number, byte offset) of each of its step lines, for the steps `values` keeps."""
     dropped_below: int | None = None
     """Steps below this were let go of `values`."""
 
-    def add(self, line: StepLine) -> None:
+    def add(self, line: StepLine, number: int, offset: int) -> None:
         self.newest = line.step if self.newest is None else max(self.newest, line.step)
         self.values.setdefault(line.step, {}).update(line.values)
+        self.sites.setdefault(line.step, []).append((number, offset))
         if len(self.values) > KEPT_STEPS:
             oldest = min(self.values)
-            del self.values[oldest]
+            del self.values[oldest], self.sites[oldest]
             self.dropped_below = max(self.dropped_below or oldest + 1, oldest + 1)
+
+    def keeps(self, step: int) -> bool:
+        return self.dropped_below is None or step >= self.dropped_below
 
 
 _INDEXES: OrderedDict[tuple[str, str], _Index] = OrderedDict()
 
 
-def _indexed(path: Path, process: str) -> tuple[_Index, list[StepLine]] | None:
+def _indexed(path: Path, process: str) -> tuple[_Index, list[tuple[StepLine, str]]] | None:
     """The index of `path` brought up to date, and the step line of an unterminated last line (a
-    line being written, or the last words of a process that died mid-line: counted, not kept)."""
+    line being written, or the last words of a process that died mid-line: counted, not kept),
+    with its text."""
     key = (str(path), process)
     try:
         st, head = _look(path)
@@ -180,18 +189,20 @@ def _indexed(path: Path, process: str) -> tuple[_Index, list[StepLine]] | None:
         if index is None or not index.same(st, head):
             index = _Index(dev=st.st_dev, inode=st.st_ino, head=head)  # new, replaced, shrunk or rewritten
         for offset, raw in iter_complete_lines(path, index.offset, st.st_size):
+            index.lines += 1
             line = _step_line(raw, process)
             if line is not None:
-                index.add(line)
+                index.add(line, index.lines, index.offset)
             index.offset = offset
         if len(index.head) < _HEAD:
             index.head = head
-        partial: list[StepLine] = []
+        partial: list[tuple[StepLine, str]] = []
         if st.st_size > index.offset:
             with open(path, "rb") as f:
                 f.seek(index.offset)
-                line = _step_line(f.read(min(st.st_size - index.offset, _PARTIAL)), process)
-            partial = [line] if line is not None else []
+                raw = f.read(min(st.st_size - index.offset, _PARTIAL))
+            line = _step_line(raw, process)
+            partial = [(line, clean(raw))] if line is not None else []
     except OSError:
         _INDEXES.pop(key, None)
         return None
@@ -208,9 +219,9 @@ def metric_on_disk(run_dir: Path, layout: Layout, process: str, metric: str, ste
     found: float | None = None
     for path in process_logs(run_dir, layout, process):
         indexed = _indexed(path, process)
-        if indexed is not None and (indexed[0].dropped_below is None or step >= indexed[0].dropped_below):
+        if indexed is not None and indexed[0].keeps(step):
             index, partial = indexed
-            lines = [StepLine(step=step, process=process, values=index.values.get(step, {})), *partial]
+            lines = [StepLine(step=step, process=process, values=index.values.get(step, {})), *(line for line, _ in partial)]
         else:  # unreadable now, or a step older than the index keeps: the whole file, as it is now
             lines = list(step_lines(path, process))
         for line in lines:
@@ -221,12 +232,49 @@ def metric_on_disk(run_dir: Path, layout: Layout, process: str, metric: str, ste
     return found
 
 
+def step_line_texts(path: Path, process: str, step: int) -> list[tuple[int, str]]:
+    """(line number, text) of each of the process's step lines for `step` in one log, as reading
+    the whole file now finds them: by the index's sites while it keeps the step (a line found there
+    that is no longer that step line, the file changing meanwhile, sends it to the whole read)."""
+    indexed = _indexed(path, process)
+    if indexed is not None and indexed[0].keeps(step):
+        index, partial = indexed
+        found: list[tuple[int, str]] = []
+        try:
+            with open(path, "rb") as f:
+                for number, offset in index.sites.get(step, ()):
+                    f.seek(offset)
+                    raw = f.readline(_PARTIAL)
+                    line = _step_line(raw, process)
+                    if line is None or line.step != step:
+                        break
+                    found.append((number, clean(raw)))
+                else:
+                    return found + [(index.lines + 1, text) for line, text in partial if line.step == step]
+        except OSError:
+            pass
+    return _whole_file_texts(path, process, step)
+
+
+def _whole_file_texts(path: Path, process: str, step: int) -> list[tuple[int, str]]:
+    found: list[tuple[int, str]] = []
+    try:
+        with open(path, "rb") as f:
+            for number, raw in enumerate(f, 1):
+                line = _step_line(raw, process)
+                if line is not None and line.step == step:
+                    found.append((number, clean(raw)))
+    except OSError:
+        return []
+    return found
+
+
 def newest_step(path: Path, process: str, start: int = 0) -> int | None:
     """The highest step of the step lines from byte `start` on."""
     indexed = _indexed(path, process) if start == 0 else None
     if indexed is not None:
         index, partial = indexed
-        steps = [s for s in (index.newest, *(line.step for line in partial)) if s is not None]
+        steps = [s for s in (index.newest, *(line.step for line, _ in partial)) if s is not None]
     else:
         steps = [line.step for line in step_lines(path, process, start)]
     return max(steps) if steps else None

@@ -11,10 +11,8 @@ from rlagent.agents.llm.models import AuditVerdict, ReadLogLines
 from rlagent.agents.review.claude_base import ClaudePersona, disk_verifier, opinion
 from rlagent.agents.review.protocol import ReviewPacket
 from rlagent.models.actions import Check, LogClaim, MetricClaim, ProcessClaim, SlurmClaim, StallClaim
-from rlagent.tools.evidence import metric_on_disk, newest_step, process_logs
-from rlagent.tools.loglines import clean, parse_head
+from rlagent.tools.evidence import metric_on_disk, newest_step, process_logs, step_line_texts
 from rlagent.tools.slurm import job_states
-from rlagent.tools.steplines import parse_step_line
 from rlagent.tools.textfmt import fmt
 from rlagent.tools.untrusted import clip, data_fence
 
@@ -71,18 +69,10 @@ def reread(packet: ReviewPacket) -> str:
 
 
 def step_line_cites(packet: ReviewPacket, process: str, step: int, limit: int = 2) -> list[str]:
-    """`file:line: text` of the process's step lines for `step` in the run's current logs."""
+    """`file:line: text` of the process's step lines for `step` in the run's current logs (read on
+    from where the last read of each log stopped: tools/evidence)."""
     out: list[str] = []
     for path in process_logs(packet.run_dir, packet.run.layout, process):
         rel = path.relative_to(packet.run_dir)
-        try:
-            with open(path, "rb") as f:
-                for number, raw in enumerate(f, 1):
-                    text = clean(raw)
-                    head = parse_head(text)
-                    line = parse_step_line(head.message, process) if head else None
-                    if line is not None and line.step == step and line.process == process:
-                        out.append(f"{rel}:{number}: {clip(text, 300)}")
-        except OSError:
-            continue
+        out += [f"{rel}:{number}: {clip(text, 300)}" for number, text in step_line_texts(path, process, step)]
     return out[-limit:]
