@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import statistics
 
 import pytest
 from hypothesis import given, settings
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 from test_rules import healthy
 
 from rlagent.agents.rules.context import median, rolling_median, streak_vs_reference, trailing, trailing_medians
+from rlagent.agents.rules.progress import _levels
 from rlagent.agents.rules.stability import grad_norm_spike
 from rlagent.models.observation import MetricHistory
 from rlagent.tools.rollouts import head_and_count
@@ -163,3 +165,12 @@ def test_spikes_looked_for_back_from_the_newest_step_are_the_ones_a_whole_scan_f
         assert (found.first_step, found.last_step) == (runs[-1][0], runs[-1][-1])
         counted = f"({len(runs)} such spikes in the last"
         assert (counted in found.summary) if len(runs) > 1 else ("such spikes" not in found.summary)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False, width=32), max_size=60), st.integers(1, 12))
+def test_reward_levels_are_the_fmean_of_each_full_window(series, window):
+    points = [(s * 2 + 1, v) for s, v in enumerate(series)]
+    values = [v for _, v in points]
+    want = [(points[i][0], statistics.fmean(values[i - window + 1 : i + 1])) for i in range(window - 1, len(points))]
+    assert _levels(points, window) == want  # bit for bit: thresholds are compared exactly

@@ -63,10 +63,6 @@ def rolling_median(values: Sequence[float], window: int) -> list[float]:
     return out
 
 
-def rolling_mean(values: Sequence[float], window: int) -> list[float]:
-    return [statistics.fmean(values[max(0, i - window + 1) : i + 1]) for i in range(len(values))]
-
-
 def trailing(points: Sequence[Point], holds: Callable[[float], bool]) -> list[Point]:
     """The run of points at the end of the series for which `holds` is true."""
     start = len(points)
