@@ -93,12 +93,16 @@ def list_tree(run_dir: Path, layout: Layout, limit: int = MAX_FILES) -> tuple[li
         return [], 0
     found: list[TreePath] = []
     total = 0
+    prefix = os.path.join(run_dir, "")
 
     def add(entry: os.DirEntry, role: Role, **where: object) -> None:
         nonlocal total
         total += 1
         if len(found) < limit:
-            found.append(TreePath(Path(entry.path), os.path.relpath(entry.path, run_dir), role, **where))  # type: ignore[arg-type]
+            # entry.path is run_dir joined with what was listed: the rest of it is the relative path,
+            # without relpath's two abspaths per file (a tree of hundreds of files at every check-in)
+            rel = entry.path[len(prefix) :] if entry.path.startswith(prefix) else os.path.relpath(entry.path, run_dir)
+            found.append(TreePath(Path(entry.path), rel, role, **where))  # type: ignore[arg-type]
 
     for role in ("trainer", "inference"):
         for entry in _entries(base / role):

@@ -28,6 +28,9 @@ class FileCursor(BaseModel):
     size: int = 0
     head: str = ""
     """Hash of the first bytes: tells a rewritten file from a grown one."""
+    mtime_ns: int = 0
+    """Modification time when planned: a file read to its end and unchanged since is not looked at
+    again (tools.tail); 0 in cursors of older versions."""
     last_time: datetime | None = None
     """Wall time (UTC) of the last dated line, to carry the date across midnight."""
     step: int | None = None
