@@ -27,6 +27,7 @@ from rlagent.tools.adapters.console import ConsoleState, add_row, analyse
 from rlagent.tools.frameworks import detect, tensorboard, trl, wandb_csv, wandb_offline
 from rlagent.tools.frameworks.lines import decode
 from rlagent.tools.frameworks.records import MetricRow, numeric_values
+from rlagent.tools.safefs import read_up_to
 
 MAX_INPUT = 32 << 20
 """Bytes judged at most: of a longer input, the last ones (where a crash is)."""
@@ -95,7 +96,7 @@ def read_input(path: str | Path | None, data: bytes | None = None) -> tuple[byte
                 if size > MAX_INPUT and not p.name.endswith(".gz"):
                     handle.seek(size - MAX_INPUT)
                     notes.append(f"input is {size / 2**20:.0f} MB: the last {MAX_INPUT >> 20} MB were judged")
-                data = handle.read(MAX_INPUT + 1 if p.name.endswith(".gz") else MAX_INPUT)
+                data = read_up_to(handle, MAX_INPUT + 1 if p.name.endswith(".gz") else MAX_INPUT)
         except DiagnoseError:
             raise
         except OSError as exc:

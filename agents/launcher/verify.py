@@ -19,6 +19,7 @@ from rlagent.models.slurm import ACTIVE_STATES
 from rlagent.models.state import CheckinState
 from rlagent.tools.evidence import newest_step, process_logs
 from rlagent.tools.layout import current_attempt
+from rlagent.tools.safefs import read_up_to
 from rlagent.tools.tmux import PaneLike, TmuxError
 
 
@@ -49,7 +50,7 @@ def framework_step(state: CheckinState, path: Path, offset: int, resume_step: in
     try:
         with open(path, "rb") as handle:
             handle.seek(offset)
-            data = handle.read(16 << 20)
+            data = read_up_to(handle, 16 << 20)
     except OSError:
         return None
     read = adapter.read_text(data.decode("utf-8", errors="replace"), path.name, Path(state.run.run_dir), resume_step)

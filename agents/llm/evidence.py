@@ -21,6 +21,7 @@ from rlagent.models.observation import MetricHistory, Rollout
 from rlagent.models.run import Layout
 from rlagent.tools.evidence import inside, line_at, metric_on_disk, same_value
 from rlagent.tools.loglines import clean
+from rlagent.tools.safefs import read_up_to
 from rlagent.tools.textfmt import fmt
 from rlagent.tools.untrusted import clip, data_fence
 
@@ -146,7 +147,7 @@ class Readers:
         found: list[Rollout] = []
         try:
             with open(path, "rb") as f:
-                data = f.read(ROLLOUT_MAX_BYTES)
+                data = read_up_to(f, ROLLOUT_MAX_BYTES)
         except OSError as exc:
             return f"error: cannot read rollouts of step {args.step} ({exc.strerror or exc})"
         for raw in data.splitlines()[:ROLLOUT_MAX_LINES]:
