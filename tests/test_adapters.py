@@ -205,7 +205,7 @@ def _folded(rows) -> dict:
 
 def test_a_long_catch_up_read_is_analysed_a_chunk_at_a_time_with_the_same_result(tmp_path, monkeypatch):
     """A console read longer than one chunk gives the rows, evals, counts and groups of one whole read."""
-    from rlagent.tools.adapters import console
+    from rlagent.tools.adapters import lineblocks
 
     run_dir = tmp_path / "run"
     shutil.copytree(FIXTURES / "95_verl-actor-died-resumed" / "run", run_dir)
@@ -216,7 +216,7 @@ def test_a_long_catch_up_read_is_analysed_a_chunk_at_a_time_with_the_same_result
         return [f for f in adapter.read(info, {}, UTC).files if f.rel.endswith(".log")]
 
     whole = console_reads()
-    monkeypatch.setattr(console, "CHUNK", 4096)  # many chunks, boundaries mid-traceback included
+    monkeypatch.setattr(lineblocks, "CHUNK", 4096)  # many chunks, boundaries mid-traceback included
     parts = console_reads()
     assert [f.rel for f in whole] == [f.rel for f in parts]
     for one, many in zip(whole, parts, strict=True):
@@ -233,7 +233,7 @@ def test_a_chunked_read_of_2100_steps_leaves_the_history_a_whole_read_leaves(tmp
     holds the rows bounded as it goes, and what it hands the collector is what one whole read gives
     once the collector keeps its window: the newest KEEP_STEPS steps and every series' early values."""
     from rlagent.evals.simulator.frameworks import FRAMEWORK_SCENARIOS, write_framework_run
-    from rlagent.tools.adapters import console
+    from rlagent.tools.adapters import lineblocks
     from rlagent.tools.steprows import EARLY_VALUES, KEEP_STEPS
 
     sc = FRAMEWORK_SCENARIOS["openrlhf-healthy"].variant(steps=2100, max_steps=4000, samples_kept=1)
@@ -245,9 +245,9 @@ def test_a_chunked_read_of_2100_steps_leaves_the_history_a_whole_read_leaves(tmp
         (read,) = [f for f in adapter.read(info, {}, UTC).files if f.rel == "train.log"]
         return read
 
-    monkeypatch.setattr(console, "CHUNK", 1 << 30)
+    monkeypatch.setattr(lineblocks, "CHUNK", 1 << 30)
     whole = main_log()
-    monkeypatch.setattr(console, "CHUNK", 256 << 10)
+    monkeypatch.setattr(lineblocks, "CHUNK", 256 << 10)
     parts = main_log()
     assert whole.cursor.offset == parts.cursor.offset > 4 * (256 << 10)
     one, many = _folded(whole.rows), _folded(parts.rows)
@@ -265,15 +265,15 @@ def _series(folded: dict, process: str, name: str) -> list[float]:
 
 
 def test_a_console_is_read_in_blocks_of_whole_lines_and_a_half_written_line_waits(tmp_path, monkeypatch):
-    from rlagent.tools.adapters import console
+    from rlagent.tools.adapters import console, lineblocks
 
-    monkeypatch.setattr(console, "CHUNK", 64)
+    monkeypatch.setattr(lineblocks, "CHUNK", 64)
     lines = [f"line {i} " + "x" * (i * 7 % 50) for i in range(40)]
     lines[17] = "a line longer than a block " + "y" * 300
     path = tmp_path / "train.log"
     path.write_bytes(("\n".join(lines) + "\nhalf-writ").encode())
     with open(path, "rb") as handle:
-        blocks = console.LineBlocks(handle, path.stat().st_size, console.CHUNK)
+        blocks = lineblocks.LineBlocks(handle, path.stat().st_size)
         got = list(blocks)
     assert all(block.endswith(b"\n") for block in got) and len(got) > 10
     assert b"".join(got).decode().splitlines() == lines  # every line once, whole, in order; the half line left
@@ -284,10 +284,10 @@ def test_a_console_is_read_in_blocks_of_whole_lines_and_a_half_written_line_wait
 
 
 def test_a_console_line_longer_than_a_whole_read_is_taken_in_part_with_a_note(tmp_path, monkeypatch):
-    from rlagent.tools.adapters import console
+    from rlagent.tools.adapters import console, lineblocks
 
-    monkeypatch.setattr(console, "CHUNK", 64)
-    monkeypatch.setattr(console, "MAX_READ", 1024)
+    monkeypatch.setattr(lineblocks, "CHUNK", 64)
+    monkeypatch.setattr(lineblocks, "MAX_READ", 1024)
     path = tmp_path / "train.log"
     path.write_bytes(b"z" * 900)  # shorter than a read: a line still being written, it waits
     read = console.read_console(path, "train.log", None, "verl", lambda line, state: [], console.ConsoleState())

@@ -74,6 +74,27 @@ def test_event_file_is_read_record_by_record_as_it_grows(tmp_path):
     assert third.rows == [] and third.bytes_read == 0
 
 
+def test_an_event_file_longer_than_one_read_is_caught_up_oldest_first_saying_it_is_behind(tmp_path, monkeypatch):
+    from rlagent.tools.adapters import trackers
+
+    run_dir = _copy_of(write_events(tmp_path / "src", range(1, 401)), tmp_path / "run")
+    size = next(run_dir.glob("tb/*tfevents*")).stat().st_size
+    whole = read_trackers(run_dir, "verl", {})
+    assert not whole[0].notes
+    monkeypatch.setattr(trackers, "MAX_READ", size // 3)
+    cursors: dict = {}
+    reads = []
+    while not reads or reads[-1].cursor.offset < size:
+        [read] = read_trackers(run_dir, "verl", cursors)
+        cursors[read.rel] = read.cursor
+        reads.append(read)
+        behind = [n for n in read.notes if "behind the run" in n]
+        assert len(behind) == (read.cursor.offset < size), read.notes
+    assert len(reads) == 4  # a third at a time, and the half record each cut leaves
+    assert sorted(rows_by_step(reads)) == list(range(1, 401))
+    assert points(reads) == points(whole)  # each record once
+
+
 def _copy_of(source: Path, run_dir: Path) -> Path:
     (run_dir / "tb").mkdir(parents=True)
     shutil.copy(source, run_dir / "tb" / source.name)

@@ -212,6 +212,9 @@ class ConsoleAdapter:
     framework: Framework = Framework.VERL
     launch_markers: tuple[str, ...] = ()
     """Strings in a launch script that say it launches this framework."""
+    steps_in_lines: bool = True
+    """Every metric row of the console names its step (verl `step:N`, OpenRLHF `Global step N`, the
+    Episode bar's counts), so a long backlog's middle can be skipped (console.HeadAndTail)."""
 
     # --- recognising ------------------------------------------------------------------------
     def recognise(self, path: Path) -> int:
@@ -270,7 +273,14 @@ class ConsoleAdapter:
             state = self.console_state(run_dir, config)
             out.files.append(
                 read_console(
-                    path, rel, cursors.get(rel), self.framework.value, self.parse_rows, state, keep_per_kind=keep_per_kind
+                    path,
+                    rel,
+                    cursors.get(rel),
+                    self.framework.value,
+                    self.parse_rows,
+                    state,
+                    keep_per_kind=keep_per_kind,
+                    steps_in_lines=self.steps_in_lines,
                 )
             )
         out.files.extend(self.extra_sources(run_dir, config, cursors, keep_per_kind))

@@ -12,14 +12,15 @@ import functools
 import math
 import re
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO
 
 from rlagent.models.observation import EvalPoint, FileCursor, LogEvent, WarningGroup
+from rlagent.tools.adapters import lineblocks
 from rlagent.tools.adapters.base import FileRead, StepRow
+from rlagent.tools.adapters.lineblocks import HeadAndTail, LineBlocks
 from rlagent.tools.bounds import clamp_time, plausible_step, plausible_time
 from rlagent.tools.frameworks import signatures
 from rlagent.tools.frameworks.lines import LogLine, decode, iter_lines
@@ -33,8 +34,6 @@ from rlagent.tools.steprows import StepLines
 from rlagent.tools.tail import plan_read
 from rlagent.tools.untrusted import strip_controls as sanitize_line
 
-MAX_READ = 64 << 20
-"""Bytes read from one file in one check-in (the rest waits for the next)."""
 MAX_LINE = 1 << 20
 """A longer `\\n` line is cut to this many characters before parsing (a 100 MB line must not hang)."""
 
@@ -393,72 +392,25 @@ def add_row(out: FileRead, framework: str, row: MetricRow, when: datetime | None
         out.newest = stamp if out.newest is None or stamp > out.newest else out.newest
 
 
-CHUNK = 4 << 20
-"""Bytes read and analysed at a time: a 64 MB catch-up read holds one block's lines, not all of them."""
-
-
-class LineBlocks:
-    """Up to `length` bytes of an open file, read `size` bytes at a time and handed on as blocks of
-    whole lines (a line longer than `size` comes whole, in a block of its own).
-
-    The bytes after the last newline are left for the next read (a half-written line waits), unless
-    a full MAX_READ holds no newline at all: that line is taken in part (`overlong`), or it would
-    stall the reader forever."""
-
-    def __init__(self, handle: BinaryIO, length: int, size: int) -> None:
-        self.handle, self.length, self.size = handle, length, size
-        self.taken = 0
-        """Bytes handed on (the new cursor is this far on)."""
-        self.newlines = 0
-        self.overlong = self.nul = False
-
-    def __iter__(self) -> Iterator[bytes]:
-        carry = b""
-        left = self.length
-        while left > 0:
-            block = self.handle.read(min(self.size, left))
-            if not block:
-                break
-            left -= len(block)
-            cut = block.rfind(b"\n") + 1
-            if cut == 0:
-                carry += block
-                continue
-            whole, carry = (carry + block[:cut] if carry else block[:cut]), block[cut:]
-            yield self._taken(whole)
-        if not self.taken and len(carry) >= MAX_READ:
-            self.overlong = True
-            yield self._taken(carry)
-
-    def _taken(self, block: bytes) -> bytes:
-        self.taken += len(block)
-        self.newlines += block.count(b"\n")
-        self.nul = self.nul or b"\x00" in block
-        return block
-
-
 def analyse_blocks(
-    blocks: Iterable[bytes],
+    blocks: Iterable[tuple[int, bytes]],
     rel: str,
     framework: str,
     parse_rows: RowParser,
     state: ConsoleState,
-    first_lineno: int,
     keep_per_kind: int,
     when: datetime,
 ) -> FileRead:
-    """`analyse` over blocks of whole lines, `state` carried across: what a block boundary cuts (a
+    """`analyse` over numbered blocks of whole lines, `state` carried across: what a block boundary cuts (a
     traceback's context lines) is what a check-in boundary cuts anyway. Past the first block, the rows
     are held as the collector keeps them (tools.steprows: each step merged, the newest KEEP_STEPS and
     the early values), so a 64 MB catch-up of a long run holds a bounded history, not a row per line."""
     out: FileRead | None = None
     rows: StepLines | None = None
-    lineno = first_lineno
-    for block in blocks:
+    for lineno, block in blocks:
         part = analyse(
             decode(block), rel, framework, parse_rows, state, first_lineno=lineno, keep_per_kind=keep_per_kind, when=when
         )
-        lineno += block.count(b"\n")
         if out is None:
             out = part  # a read of one block: its rows as they came
             continue
@@ -512,8 +464,12 @@ def read_console(
     state: ConsoleState,
     *,
     keep_per_kind: int = 50,
+    steps_in_lines: bool = True,
 ) -> FileRead:
-    """`path` from its cursor: complete lines only (a half-written last line waits), bounded per read."""
+    """`path` from its cursor: complete lines only (a half-written last line waits), bounded per read.
+    A backlog over MAX_READ is read as its head and its newest bytes when every row names its step
+    (`steps_in_lines`); otherwise (TRL numbers its rows by counting them) oldest first, a note saying
+    the read is behind."""
     try:
         plan, new_cursor = plan_read(path, rel, cursor)
     except FileNotFoundError:
@@ -524,15 +480,31 @@ def read_console(
     notes = [plan.note] if plan.note else []
     if not plan.fresh and cursor is not None:
         state.step = cursor.step
-    end = min(plan.end, plan.start + MAX_READ)
+    backlog = max(0, plan.end - plan.start)
     mtime = datetime.fromtimestamp(clamp_time(plan.mtime), UTC)
     try:
         with open_regular(path) as handle:  # swapped for a FIFO since planned: refused, never a hang
             handle.seek(plan.start)
-            blocks = LineBlocks(handle, max(0, end - plan.start), CHUNK)
-            read = analyse_blocks(blocks, rel, framework, parse_rows, state, plan.first_line, keep_per_kind, mtime)
+            blocks: LineBlocks | HeadAndTail
+            if steps_in_lines and backlog > lineblocks.MAX_READ:
+                blocks = HeadAndTail(handle, plan.start, plan.end)
+            else:
+                blocks = LineBlocks(handle, min(backlog, lineblocks.MAX_READ))
+            read = analyse_blocks(blocks.numbered(plan.first_line), rel, framework, parse_rows, state, keep_per_kind, mtime)
     except OSError as exc:
         return FileRead(rel, cursor, notes=[*notes, f"{rel}: read failed ({exc.strerror or exc})"])
+    if isinstance(blocks, HeadAndTail) and blocks.skipped_to > blocks.skipped_from:
+        first = plan.first_line + blocks.head.newlines
+        notes.append(
+            f"{rel}: {_size(blocks.skipped_to - blocks.skipped_from)} of older lines not read "
+            f"(lines {first}-{first + blocks.skipped_lines - 1}): a backlog over {_size(lineblocks.MAX_READ)} is read as "
+            f"its first {_size(blocks.head_length)} and its newest {_size(blocks.tail_length)}, so the history has a gap there"
+        )
+    elif isinstance(blocks, LineBlocks) and backlog > lineblocks.MAX_READ:
+        notes.append(
+            f"{rel}: {_size(blocks.taken)} of {_size(backlog)} new read, the rest at the next check-ins: "
+            "its rows carry no step numbers, so it is read oldest first and this check-in is behind the run"
+        )
     if blocks.overlong:
         notes.append(f"{rel}: an over-long line was read only in part")
     if blocks.nul:
@@ -550,3 +522,7 @@ def read_console(
     # an offline check-in that finds nothing new keeps the run's own "now", not the wall clock's.
     read.newest = new_cursor.last_time
     return read
+
+
+def _size(n: int) -> str:
+    return f"{n / (1 << 20):.0f} MB" if n >= 1 << 20 else f"{n} bytes"

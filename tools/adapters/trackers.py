@@ -79,6 +79,17 @@ def _start(path: Path, rel: str, cursor: FileCursor | None) -> tuple[FileRead, i
     return out, plan.start, min(plan.end, plan.start + MAX_READ)
 
 
+def _note_if_behind(out: FileRead, rel: str, start: int, end: int) -> None:
+    """A backlog over MAX_READ is read oldest first (a record's bounds are known only from the one
+    before it): the check-in says it is behind the run."""
+    assert out.cursor is not None
+    if end - start >= MAX_READ and end < out.cursor.size:
+        out.notes.append(
+            f"{rel}: {(end - start) >> 20} of {(out.cursor.size - start) >> 20} MB new read, the rest at the next "
+            "check-ins, oldest first: this check-in is behind the run"
+        )
+
+
 def _bytes(path: Path, start: int, end: int) -> bytes:
     with open(path, "rb") as handle:
         handle.seek(start)
@@ -131,6 +142,7 @@ def read_event_file(path: Path, rel: str, cursor: FileCursor | None, framework: 
     assert out.cursor is not None
     out.cursor.offset = start + pos
     out.bytes_read = pos
+    _note_if_behind(out, rel, start, end)
     if bad:
         out.notes.append(f"{rel}: {bad} record(s) could not be decoded")
     _rows_into(out, framework, [steps[s] for s in sorted(steps)])
@@ -166,6 +178,7 @@ def read_wandb_run(path: Path, rel: str, cursor: FileCursor | None, framework: s
     assert out.cursor is not None
     out.cursor.offset = done
     out.bytes_read = done - start
+    _note_if_behind(out, rel, start, end)
     _rows_into(out, framework, result.rows)
     if "exit_code" in result.meta:
         out.notes.append(f"{rel}: the wandb run ended with exit code {result.meta['exit_code']}")

@@ -38,6 +38,7 @@ _PASSES_RESUME = re.compile(r"\.train\(\s*resume_from_checkpoint\s*=")
 class TrlAdapter(ConsoleAdapter):
     framework = Framework.TRL
     launch_markers = ("accelerate launch", "trl grpo", "torchrun", "train_grpo")
+    steps_in_lines = False  # rows are numbered by counting them: none can be skipped
 
     def parse_rows(self, line: LogLine, state: ConsoleState | None = None) -> list[MetricRow]:
         text = line.text.lstrip()

@@ -1,0 +1,129 @@
+"""A console backlog longer than one read (tools/adapters/console.py, HeadAndTail): a console whose rows
+name their step (verl, OpenRLHF) is read as its head and its newest bytes, the middle only counted;
+TRL, whose rows are numbered by counting them, is read oldest first and says it is behind.
+
+The lines are verl's and TRL's console templates (reference/frameworks.md 1.1 and 2.1)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rlagent.tools.adapters import console, lineblocks
+from rlagent.tools.adapters.trl import TrlAdapter
+from rlagent.tools.adapters.verl import VerlAdapter
+
+
+def _verl_line(step: int) -> str:
+    return (
+        f"(TaskRunner pid=221183) step:{step} - actor/entropy:0.4213 - actor/pg_loss:np.float64(-0.0021) - "
+        f"critic/score/mean:{0.4 + step % 7 / 100} - response_length/mean:612.3 - response_length/clip_ratio:0.031 - "
+        f"timing_s/step:80.2"
+    )
+
+
+def _verl_log(steps: int, warn_every: int = 37) -> list[str]:
+    lines = ["Started a local Ray instance. View the dashboard at 127.0.0.1:8265"]
+    for step in range(1, steps + 1):
+        lines.append(_verl_line(step))
+        if step % warn_every == 0:
+            lines.append(f"(TaskRunner pid=221183) WARNING 03-11 17:47:54 rollout.py:88] slow batch {step}")
+    return lines
+
+
+@pytest.fixture
+def small_reads(monkeypatch):
+    monkeypatch.setattr(lineblocks, "CHUNK", 2048)
+    monkeypatch.setattr(lineblocks, "HEAD_READ", 4096)
+    monkeypatch.setattr(lineblocks, "MAX_READ", 32768)
+    monkeypatch.setattr(lineblocks, "COUNT_BLOCK", 1000)  # a count block ends mid-line
+
+
+def _read(path, cursor, adapter, state=None):
+    return console.read_console(
+        path,
+        path.name,
+        cursor,
+        adapter.framework.value,
+        adapter.parse_rows,
+        state or adapter.console_state(None, None),
+        steps_in_lines=adapter.steps_in_lines,
+    )
+
+
+def _whole(path, adapter):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(lineblocks, "MAX_READ", 1 << 30)
+        return _read(path, None, adapter)
+
+
+def test_a_verl_backlog_is_read_as_its_head_and_its_newest_lines_with_exact_line_numbers(tmp_path, small_reads):
+    lines = _verl_log(1000)
+    path = tmp_path / "verl_demo.log"
+    text = "\n".join(lines) + "\n"
+    path.write_text(text + "step:1001 - half-writ")
+    adapter = VerlAdapter()
+    whole = _whole(path, adapter)
+    read = _read(path, None, adapter)
+    assert read.cursor.offset == whole.cursor.offset == len(text.encode())
+    assert read.cursor.lines == whole.cursor.lines == len(lines)
+    assert read.cursor.step == whole.cursor.step == 1000
+
+    steps = sorted({row.step for row in read.rows})
+    head = [s for s in steps if s < 500]
+    tail = [s for s in steps if s >= 500]
+    assert head[0] == 1 and tail[-1] == 1000
+    assert len(head) + len(tail) < 1000  # the middle's steps are not there
+    assert tail == list(range(tail[0], 1001))  # the newest bytes, every step of them
+    whole_rows = {(r.process, r.step): r.values for r in whole.rows}
+    assert all(whole_rows[(r.process, r.step)] == r.values for r in read.rows)
+
+    # every warning read is cited at its own line, and the tail's are all there
+    numbered = {i + 1: line for i, line in enumerate(lines)}
+    group = next(iter(read.groups.values()))
+    assert numbered[group.last.line].endswith(f"slow batch {group.last.step}")
+    assert numbered[group.first.line].endswith(f"slow batch {group.first.step}")
+    (note,) = [n for n in read.notes if "not read" in n]
+    first, last = (int(x) for x in note.split("(lines ")[1].split(")")[0].split("-"))
+    assert numbered[first - 1] in text[:4096] and numbered[last + 1] in text[-(32768 - 4096) - 200 :]
+    skipped = {int(numbered[n].split("step:")[1].split()[0]) for n in range(first, last + 1) if " step:" in numbered[n]}
+    assert skipped and not skipped & set(steps) and set(steps) | skipped == set(range(1, 1001))
+    assert group.count < whole.groups[group.template].count
+
+    # the next check-in goes on from the end, its lines numbered on
+    with open(path, "r+") as f:
+        f.seek(len(text.encode()))
+        f.write(_verl_line(1001) + "\n" + "(TaskRunner pid=221183) WARNING 03-11 17:47:54 rollout.py:88] slow batch 1001\n")
+    after = _read(path, read.cursor, adapter)
+    assert {r.step for r in after.rows} == {1001} and not after.notes
+    assert next(iter(after.groups.values())).first.line == len(lines) + 2
+
+
+def test_a_middle_without_a_newline_is_taken_from_where_the_head_stopped(tmp_path, small_reads):
+    path = tmp_path / "verl_demo.log"
+    head = "\n".join(_verl_line(s) for s in range(1, 4)) + "\n"
+    path.write_bytes(head.encode() + b"x" * 100_000 + b"\n" + (_verl_line(9) + "\n").encode())
+    read = _read(path, None, VerlAdapter())
+    assert read.cursor.offset == len(head) + lineblocks.MAX_READ  # the long line taken in part, as any read does
+    assert "an over-long line was read only in part" in " ".join(read.notes)
+    assert sorted(r.step for r in read.rows if r.process == "trainer") == [1, 2, 3]
+
+
+def _trl_log(rows: int) -> list[str]:
+    return [f"{{'loss': {0.001 * i:.4f}, 'grad_norm': 0.2841, 'learning_rate': 1e-06, 'epoch': 0.01}}" for i in range(rows)]
+
+
+def test_a_trl_backlog_is_read_oldest_first_and_says_it_is_behind(tmp_path, small_reads):
+    lines = _trl_log(1200)
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(lines) + "\n")
+    adapter = TrlAdapter()
+    whole = _whole(path, adapter)
+    cursor, steps, reads = None, [], 0
+    while cursor is None or cursor.offset < path.stat().st_size:
+        read = _read(path, cursor, adapter)
+        cursor, reads = read.cursor, reads + 1
+        steps += [r.step for r in read.rows if r.process == "trainer"]
+        behind = [n for n in read.notes if "behind the run" in n]
+        assert bool(behind) == (cursor.offset < path.stat().st_size)
+    assert reads > 2
+    assert steps == sorted({r.step for r in whole.rows if r.process == "trainer"}) == list(range(1, 1201))

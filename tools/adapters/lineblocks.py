@@ -1,0 +1,132 @@
+"""Reading a console's new bytes as blocks of whole lines, bounded per check-in.
+
+A check-in reads at most MAX_READ of a file, CHUNK at a time, so a catch-up holds one block's lines,
+not all of them. A longer backlog is read oldest first (LineBlocks), or, where every row names its
+step, as its head and its newest bytes with the middle only counted (HeadAndTail).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from rlagent.tools.needlesearch import count_newlines, expect_read
+
+MAX_READ = 64 << 20
+"""Bytes read from one file in one check-in (the rest waits for the next, or is skipped: HeadAndTail)."""
+CHUNK = 4 << 20
+"""Bytes read and analysed at a time: a 64 MB catch-up read holds one block's lines, not all of them."""
+HEAD_READ = CHUNK
+"""A backlog over MAX_READ in a console whose rows carry their steps is read as its first HEAD_READ
+bytes (the launch, the early steps the rules take their baselines from) and its newest
+MAX_READ - HEAD_READ; the middle is only counted, for the line numbers."""
+COUNT_BLOCK = 8 << 20
+
+
+class LineBlocks:
+    """Up to `length` bytes of an open file, read `size` bytes at a time and handed on as blocks of
+    whole lines (a line longer than `size` comes whole, in a block of its own).
+
+    The bytes after the last newline are left for the next read (a half-written line waits), unless
+    a full MAX_READ holds no newline at all: that line is taken in part (`overlong`), or it would
+    stall the reader forever."""
+
+    def __init__(self, handle: BinaryIO, length: int) -> None:
+        self.handle, self.length, self.size = handle, length, CHUNK
+        self.taken = 0
+        """Bytes handed on (the new cursor is this far on)."""
+        self.newlines = 0
+        self._before = 0
+        self.overlong = self.nul = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        carry = b""
+        left = self.length
+        while left > 0:
+            block = self.handle.read(min(self.size, left))
+            if not block:
+                break
+            left -= len(block)
+            cut = block.rfind(b"\n") + 1
+            if cut == 0:
+                carry += block
+                continue
+            whole, carry = (carry + block[:cut] if carry else block[:cut]), block[cut:]
+            yield self._taken(whole)
+        if not self.taken and len(carry) >= MAX_READ:
+            self.overlong = True
+            yield self._taken(carry)
+
+    def numbered(self, first_lineno: int) -> Iterator[tuple[int, bytes]]:
+        """(number of its first line, block) for each block."""
+        for block in self:
+            yield first_lineno + self._before, block
+
+    def _taken(self, block: bytes) -> bytes:
+        self.taken += len(block)
+        self._before = self.newlines
+        self.newlines += block.count(b"\n")
+        self.nul = self.nul or b"\x00" in block
+        return block
+
+
+class HeadAndTail:
+    """A backlog longer than MAX_READ, from an open file at `start` to `end`: its first HEAD_READ
+    bytes and its newest MAX_READ - HEAD_READ, as numbered blocks of whole lines. The middle is read
+    only to count its newlines (a C pass, at the speed of the disk cache), so line numbers and the
+    cursor stay exact. For consoles whose rows carry their step: a first check-in of a week-long
+    verl log must say where the run is now, not where it was a week ago."""
+
+    def __init__(self, handle: BinaryIO, start: int, end: int) -> None:
+        self.handle, self.start, self.end = handle, start, end
+        self.head_length = min(HEAD_READ, MAX_READ // 2)
+        self.tail_length = MAX_READ - self.head_length
+        self.head = LineBlocks(handle, self.head_length)
+        self.tail: LineBlocks | None = None
+        self.skipped_from = self.skipped_to = start
+        """The middle's bytes: [skipped_from, skipped_to)."""
+        self.skipped_lines = 0
+
+    def numbered(self, first_lineno: int) -> Iterator[tuple[int, bytes]]:
+        yield from self.head.numbered(first_lineno)
+        self.skipped_from = self.start + self.head.taken
+        self.skipped_to, self.skipped_lines = _count_to_line_start(self.handle, self.skipped_from, self.end - self.tail_length)
+        self.handle.seek(self.skipped_to)
+        self.tail = LineBlocks(self.handle, min(self.end - self.skipped_to, MAX_READ))
+        yield from self.tail.numbered(first_lineno + self.head.newlines + self.skipped_lines)
+
+    @property
+    def taken(self) -> int:
+        """Bytes from `start` the new cursor moves past (the middle included)."""
+        return self.skipped_to - self.start + (self.tail.taken if self.tail else 0)
+
+    @property
+    def newlines(self) -> int:
+        return self.head.newlines + self.skipped_lines + (self.tail.newlines if self.tail else 0)
+
+    @property
+    def overlong(self) -> bool:
+        return self.head.overlong or bool(self.tail and self.tail.overlong)
+
+    @property
+    def nul(self) -> bool:
+        return self.head.nul or bool(self.tail and self.tail.nul)
+
+
+def _count_to_line_start(handle: BinaryIO, start: int, until: int) -> tuple[int, int]:
+    """(offset just past the last newline in [start, until), newlines there); (start, 0) if none."""
+    handle.seek(start)
+    buffer = bytearray(COUNT_BLOCK)
+    view = memoryview(buffer)
+    expect_read(until - start)
+    at, lines, line_start = start, 0, start
+    while at < until:
+        n = handle.readinto(view[: min(COUNT_BLOCK, until - at)])
+        if not n:
+            break
+        found = count_newlines(buffer, 0, n)
+        if found:
+            lines += found
+            line_start = at + buffer.rfind(b"\n", 0, n) + 1
+        at += n
+    return line_start, lines
