@@ -16,6 +16,21 @@ from rlagent.tools.frameworks.lines import LogLine
 from rlagent.tools.frameworks.records import MetricRow
 
 _GLOBAL = re.compile(r"(?:✨\s*)?Global step (\d+): (\{.*\})\s*$")
+_GLOBAL_AT = re.compile(r"Global step (\d+): (\{.*\})\s*$")  # matched where global_step_match found it
+
+
+def global_step_match(text: str) -> re.Match[str] | None:
+    """`_GLOBAL.search(text)`'s groups, matched at each `Global step` of the line in turn rather than
+    tried at every character (the optional `✨ ` before it gives the regex no literal to skip to)."""
+    at = text.find("Global step ")
+    while at != -1:
+        match = _GLOBAL_AT.match(text, at)
+        if match is not None:
+            return match
+        at = text.find("Global step ", at + 1)
+    return None
+
+
 _EPISODE = re.compile(r"Episode \[(\d+)/(\d+)\]")
 
 
@@ -26,7 +41,7 @@ class OpenRLHFAdapter(ConsoleAdapter):
     def parse_rows(self, line: LogLine, state: ConsoleState | None = None) -> list[MetricRow]:
         text = line.text
         if "Global step" in text:
-            match = _GLOBAL.search(text)
+            match = global_step_match(text)
             data = fast_dict(match.group(2)) if match else None
             if match and data is not None:
                 values = {k: (float("nan") if v is None else v) for k, v in data.items()}

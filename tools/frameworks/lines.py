@@ -42,7 +42,8 @@ def clean_line(segment: str) -> tuple[str, str | None]:
     if match:
         actor = match.group("actor") or ""
         text = text[match.end() :]
-    text = _REPEATED.sub("", text)
+    if "[repeated " in text:  # the suffix's regex starts with \s*: tried at every character otherwise
+        text = _REPEATED.sub("", text)
     return text.rstrip(), actor
 
 

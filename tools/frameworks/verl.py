@@ -22,6 +22,7 @@ from rlagent.tools.frameworks.records import Checkpoints, MetricRow, ReadResult,
 # `step:N - ` not preceded by a word char or `/` (so `timing_s/step:` and `training/global_step:` keys
 # never start a line); searched, not matched, because a tqdm bar can be glued in front of it.
 _STEP = re.compile(r"(?:^|[^\w/])step:(\d+) - (.*)$")
+_STEP_AT = re.compile(r"step:(\d+) - (.*)$")  # matched where step_match found `step:`
 _NP_WRAP = re.compile(r"^(?:np|numpy)\.\w+\((.*)\)$")
 _NUMPY_BOOL = {"np.True_": 1.0, "np.False_": 0.0, "True": 1.0, "False": 0.0}
 _VALIDATION_PREFIXES = ("val-core/", "val-aux/", "val/")  # `val/` is older verl
@@ -29,6 +30,10 @@ _VALIDATION_PREFIXES = ("val-core/", "val-aux/", "val/")  # `val/` is older verl
 
 def parse_value(text: str) -> float | None:
     """One printed value: `0.43`, `np.float64(0.43)`, `np.int64(3)`, `nan`, `inf`, `True`; else None."""
+    try:  # most values are plain numbers (a step line holds ~70): float() first, as it would end anyway
+        return float(text)
+    except ValueError:
+        pass
     text = text.strip()
     while True:
         match = _NP_WRAP.match(text)
@@ -43,9 +48,22 @@ def parse_value(text: str) -> float | None:
         return None
 
 
+def step_match(line: str) -> re.Match[str] | None:
+    """`_STEP.search(line)`, found from each `step:` in the line rather than tried at every character
+    of a 3 KB step line: the first `step:` not after a word character or `/` whose `N - ` follows."""
+    at = line.find("step:")
+    while at != -1:
+        if at == 0 or not (line[at - 1].isalnum() or line[at - 1] in "_/"):  # \w is isalnum() or `_`
+            match = _STEP_AT.match(line, at)
+            if match is not None:
+                return match
+        at = line.find("step:", at + 1)
+    return None
+
+
 def parse_step_line(line: str, lineno: int | None = None) -> MetricRow | None:
     """A verl console step line (already preprocessed) -> row, or None if it is not one."""
-    match = _STEP.search(line)
+    match = step_match(line)
     if not match:
         return None
     values: dict[str, float] = {}

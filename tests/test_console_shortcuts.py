@@ -1,0 +1,128 @@
+"""The framework console parsers' shortcuts say what the regexes they stand for say, on random lines
+built from the fragments that matter to each (a search tried at every character is slow on a 3 KB
+verl step line; each shortcut goes to where its literal is)."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rlagent.tools.adapters.console import _calls_reward, _signal
+from rlagent.tools.adapters.openrlhf import _GLOBAL, global_step_match
+from rlagent.tools.frameworks import lines, verl
+
+# The regexes as they stood before the shortcuts (the long way).
+SIGNAL = re.compile(
+    r"rror|xception|File \"|Traceback|Root Cause|^\s*(?:time|host|rank|exitcode|error_file|traceback)\s*:|=====|[Kk]illed|OOM|"
+    r"out of memory|low on memory|memory pressure|NCCL|nccl|[Ww]atchdog|failed|finished|Final validation|train_runtime|"
+    r"Request error|Could not override|Overflow|loss scale|return code|Signal 9|Engine|collective_rpc|Dropping|"
+    r"Server is not up|can't be reached|reward_func|compute_score"
+)
+REWARD_CALL = re.compile(r"\b(?:reward_func|compute_score|reward_fn)\(")
+NP_WRAP = re.compile(r"^(?:np|numpy)\.\w+\((.*)\)$")
+
+
+def parse_value_the_long_way(text: str) -> float | None:
+    text = text.strip()
+    while True:
+        match = NP_WRAP.match(text)
+        if not match:
+            break
+        text = match.group(1).strip()
+    if text in {"np.True_": 1.0, "np.False_": 0.0, "True": 1.0, "False": 0.0}:
+        return {"np.True_": 1.0, "np.False_": 0.0, "True": 1.0, "False": 0.0}[text]
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def clean_the_long_way(segment: str) -> tuple[str, str | None]:
+    text = lines._ANSI.sub("", segment)
+    actor = None
+    match = lines._RAY_PREFIX.match(text)
+    if match:
+        actor = match.group("actor") or ""
+        text = text[match.end() :]
+    return lines._REPEATED.sub("", text).rstrip(), actor
+
+
+def _texts(fragments: list[str]):
+    return st.lists(st.sampled_from(fragments) | st.text(max_size=3), max_size=24).map("".join)
+
+
+STEP_TEXTS = _texts(
+    ["step:", "step:12", " - ", "12", ":", "/", "_", "x", "é", "٣", " ", "timing_s/step:3 - ", "global_step:4 - ", "\t", "-"]
+)
+GLOBAL_TEXTS = _texts(["Global step ", "Global step 7: ", "✨ ", "✨", "{'a': 1}", "{", "}", "7", ": ", " ", "x", "\u3000"])
+SIGNAL_TEXTS = _texts(
+    ["rror", "File \"", "killed", "Killed", "kIlled", "Watchdog", "OOM", "time", "host :", " rank:", "exitcode", "\u2003",
+     "error_file", "traceback", "Traceback", ":", " ", "\t", "=====", "====", "Engine", "nccl", "NCCL", "finish"]
+)  # fmt: skip
+REWARD_TEXTS = _texts(["reward_func", "compute_score", "reward_fn", "(", "_", "x", "é", " ", "self.reward_fn("])
+VALUE_TEXTS = _texts(
+    ["np.float64(", "numpy.int64(", "np.", ")", "(", "0.5", "-1e-3", "nan", "inf", "True", "np.True_", " ", "_", "1_0"]
+)
+SEGMENT_TEXTS = _texts(
+    ["(TaskRunner pid=42) ", "(pid=7, ip=10.0.0.1) ", "\x1b[2m", "\x1b[0m", " [repeated 7x across cluster]", "[repeated ", " ",
+     "x", "step:1 - a:1"]
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(STEP_TEXTS)
+def test_a_verl_step_is_found_where_the_regex_finds_it(text):
+    long_way = verl._STEP.search(text)
+    short = verl.step_match(text)
+    assert (short is None) == (long_way is None)
+    if long_way is not None:
+        assert short.groups() == long_way.groups()
+
+
+@settings(max_examples=400, deadline=None)
+@given(VALUE_TEXTS)
+def test_a_verl_value_is_read_as_before(text):
+    got, want = verl.parse_value(text), parse_value_the_long_way(text)
+    assert got == want or (got != got and want != want)  # NaN is NaN
+
+
+@settings(max_examples=400, deadline=None)
+@given(GLOBAL_TEXTS)
+def test_an_openrlhf_global_step_is_found_where_the_regex_finds_it(text):
+    long_way = _GLOBAL.search(text)
+    short = global_step_match(text)
+    assert (short is None) == (long_way is None)
+    if long_way is not None:
+        assert short.groups() == long_way.groups()
+
+
+@settings(max_examples=400, deadline=None)
+@given(SIGNAL_TEXTS)
+def test_signal_lines_are_those_the_regex_finds(text):
+    assert _signal(text) == (SIGNAL.search(text) is not None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(REWARD_TEXTS)
+def test_a_reward_call_is_found_where_the_regex_finds_it(text):
+    assert bool(_calls_reward(text)) == (REWARD_CALL.search(text) is not None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(SEGMENT_TEXTS)
+def test_a_segment_is_cleaned_as_before(text):
+    assert lines.clean_line(text) == clean_the_long_way(text)
+
+
+def test_the_cases_the_shortcuts_turn_on():
+    assert verl.step_match("step:3 - a:1").groups() == ("3", "a:1")
+    assert verl.step_match("timing_s/step:3 - a:1") is None and verl.step_match("xstep:3 - a:1") is None
+    assert verl.step_match("٣step:3 - a:1") is None  # an Arabic-Indic digit is a word character to the regex too
+    assert verl.step_match("step:x - a step:4 - b:2").groups() == ("4", "b:2")
+    assert global_step_match("✨ Global step 9: {'a': 1}").groups() == ("9", "{'a': 1}")
+    assert global_step_match("Global step x Global step 2: {'b': 2}").groups() == ("2", "{'b': 2}")
+    assert _signal("  exitcode  : 1") and _signal("time: x") and not _signal("x time: y")
+    assert _calls_reward("self.reward_fn(data)") and not _calls_reward("my_reward_fn(x)")
+    assert verl.parse_value(" np.float64(0.5) ") == 0.5 and verl.parse_value("1_0") == 10.0
