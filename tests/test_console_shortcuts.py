@@ -9,9 +9,10 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rlagent.tools.adapters import common
 from rlagent.tools.adapters.console import _calls_reward, _signal
 from rlagent.tools.adapters.openrlhf import _GLOBAL, global_step_match
-from rlagent.tools.frameworks import lines, verl
+from rlagent.tools.frameworks import lines, trl, verl
 
 # The regexes as they stood before the shortcuts (the long way).
 SIGNAL = re.compile(
@@ -126,3 +127,57 @@ def test_the_cases_the_shortcuts_turn_on():
     assert _signal("  exitcode  : 1") and _signal("time: x") and not _signal("x time: y")
     assert _calls_reward("self.reward_fn(data)") and not _calls_reward("my_reward_fn(x)")
     assert verl.parse_value(" np.float64(0.5) ") == 0.5 and verl.parse_value("1_0") == 10.0
+
+
+_ITEM = re.compile(r"'([^'\\]*)': ('[^'\\]*'|[^,{}\[\]()']+)(?=, '|\}$)")
+_FLOATISH = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf"), "True": 1.0, "False": 0.0}
+
+
+def fast_dict_the_long_way(text: str) -> dict | None:
+    body = text.strip()
+    if not (body.startswith("{'") and body.endswith("}")) or not common._WHOLE.fullmatch(body):
+        return None
+    out: dict = {}
+    for key, raw in _ITEM.findall(body):
+        raw = raw.strip()
+        if raw.startswith("'"):
+            raw = raw[1:-1]
+        if raw == "None":
+            out[key] = None
+            continue
+        try:
+            out[key] = _FLOATISH[raw] if raw in _FLOATISH else float(raw)
+        except ValueError:
+            continue
+    return out
+
+
+RAW_VALUES = st.sampled_from(
+    ["0.5", " 0.5", "-1e-3 ", "nan", "inf", "-inf", "None", "True", "False", "'0.001234'", "'nan'", "'x'", "1_0", "abc", "7"]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["loss", "eval_loss", "grad_norm", "a b"]), RAW_VALUES), min_size=1, max_size=8))
+def test_a_dict_line_is_read_as_before(items):
+    text = "{" + ", ".join(f"'{key}': {raw}" for key, raw in items) + "}"
+    got, want = common.fast_dict(text), fast_dict_the_long_way(text)
+    assert (got is None) == (want is None)
+    if want is not None:
+        assert got.keys() == want.keys()
+        assert all(got[k] == want[k] or (got[k] != got[k] and want[k] != want[k]) for k in want)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["loss", "eval_loss", "xeval_", "eval", "train_runtime", "lr", "epoch", "Eval_x"]), max_size=5))
+def test_a_trl_row_is_classified_as_before(keys):
+    keys_set = set(keys)
+    if keys_set & {"train_runtime", "train_loss", "train_samples_per_second"}:
+        want = "summary"
+    elif any(key.startswith("eval_") for key in keys_set):
+        want = "val"
+    elif keys_set & {"loss", "learning_rate", "grad_norm", "lr", "objective/kl"}:
+        want = "train"
+    else:
+        want = None
+    assert trl.classify(keys) == want

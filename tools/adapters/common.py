@@ -181,6 +181,11 @@ def fast_dict(text: str) -> dict[str, float | None] | None:
     items = _ITEM.findall(body)
     out: dict[str, float | None] = {}
     for key, raw in items:
+        try:  # a plain number (nan and inf too), as most are: what the lines below would give it
+            out[key] = float(raw)
+            continue
+        except ValueError:
+            pass
         raw = raw.strip()
         if raw.startswith("'"):
             raw = raw[1:-1]

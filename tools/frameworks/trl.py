@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import operator
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,7 @@ from rlagent.tools.frameworks.records import Checkpoints, MetricRow, ReadResult,
 # Keys that make a dict a training log record (GRPO/SFT: transformers' loss/learning_rate; PPOTrainer: lr).
 _TRAIN_KEYS = frozenset({"loss", "learning_rate", "grad_norm", "lr", "objective/kl"})
 _SUMMARY_KEYS = frozenset({"train_runtime", "train_loss", "train_samples_per_second"})
+_is_eval = operator.methodcaller("startswith", "eval_")  # mapped over a row's keys: every console row asks
 _RANK_PREFIX = re.compile(r"^\[rank\d+\]:\s*")  # torchrun --tee / local_ranks_filter
 
 
@@ -32,7 +34,7 @@ def classify(keys) -> str | None:
     keys = set(keys)
     if keys & _SUMMARY_KEYS:
         return "summary"
-    if any(key.startswith("eval_") for key in keys):
+    if any(map(_is_eval, keys)):
         return "val"
     if keys & _TRAIN_KEYS:
         return "train"
