@@ -3,6 +3,7 @@ reading them from their cursors, YAML configs, samples into `Rollout`s, launch-s
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -130,12 +131,33 @@ def as_float(value: Any) -> float | None:
     return number if number is not None and math.isfinite(number) else None
 
 
+def script_text(path: Path) -> str | None:
+    """A launch script's text, None when it cannot be read (a FIFO, a link loop, no permission: never
+    a hang). Read once per version of the file (inode, size and times), as load_yaml keeps its parses:
+    a check-in asks for the launch script several times, a fleet every round."""
+    try:
+        st = safefs.regular_stat(path)
+    except OSError:
+        return None
+    return _script_text(str(path), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+@functools.lru_cache(maxsize=256)
+def _script_text(path: str, *version: int) -> str | None:
+    try:
+        return safefs.read_regular(Path(path), limit=MAX_CONFIG_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+
+
 def script_words(path: Path) -> list[str]:
     """The words of a launch script's command (line continuations joined, comments and `| tee` dropped)."""
-    try:
-        text = safefs.read_regular(path, limit=MAX_CONFIG_BYTES).decode("utf-8", errors="replace")
-    except OSError:  # a FIFO, a link loop, no permission: no words (never a hang)
-        return []
+    text = script_text(path)
+    return list(_script_words(text)) if text is not None else []
+
+
+@functools.lru_cache(maxsize=256)
+def _script_words(text: str) -> tuple[str, ...]:
     text = re.sub(r"\\\n", " ", text)
     words: list[str] = []
     for line in text.splitlines():
@@ -151,7 +173,7 @@ def script_words(path: Path) -> list[str]:
                 parts = parts[:index]
                 break
         words.extend(parts)
-    return words
+    return tuple(words)
 
 
 def flag(words: list[str], *names: str) -> str | None:
@@ -260,12 +282,10 @@ class ConsoleAdapter:
         return logs[:MAX_LOGS]
 
     def launch_script(self, run_dir: Path) -> Path | None:
-        for path in sorted(p for p in safefs.list_dir(run_dir) if p.suffix == ".sh"):
-            try:
-                text = safefs.read_regular(path, limit=MAX_CONFIG_BYTES).decode("utf-8", errors="replace")
-            except OSError:  # a FIFO named like a script, a link loop, no permission
-                continue
-            if any(marker in text for marker in self.launch_markers):
+        for name in sorted(n for n in safefs.list_names(run_dir) if n.endswith(".sh") and n != ".sh"):  # Path.suffix
+            path = run_dir / name
+            text = script_text(path)  # None: a FIFO named like a script, a link loop, no permission
+            if text is not None and any(marker in text for marker in self.launch_markers):
                 return path
         return None
 

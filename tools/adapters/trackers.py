@@ -28,7 +28,7 @@ MAX_RECORD = 64 << 20
 """A TFRecord longer than this is corruption, not a scalar event."""
 _MAX_FILES = 40
 _DEPTH = 5
-_SKIP = ("global_step", "checkpoint-", "_actor", "_critic", "ckpt", "__pycache__", ".hydra", "rollouts", "files")
+_SKIP = ("global_step", "checkpoint-", "_actor", "_critic", "ckpt", "__pycache__", ".hydra", "rollouts", "files", "completions")
 _STEP_KEY = {"trl": "train/global_step", "openrlhf": "train/global_step"}
 """wandb's `_step` counts log calls in TRL and OpenRLHF; their global step is logged as a metric."""
 

@@ -165,12 +165,10 @@ class TrlAdapter(ConsoleAdapter):
     def samples(self, run_dir: Path, known_key: str | None) -> Samples | None:
         folder = self.output_dir(run_dir) / "completions"
         notes: list[str] = []
-        files = sorted(
-            p for p in safefs.list_dir(folder, notes, run_dir) if p.name.startswith("completions_") and p.suffix == ".parquet"
-        )
-        if not files:
+        names = [n for n in safefs.list_names(folder, notes, run_dir) if n.startswith("completions_") and n.endswith(".parquet")]
+        if not names:
             return Samples(key=None, notes=notes)
-        path = files[-1]
+        path = folder / max(names, key=_completions_order)
         try:
             st = safefs.regular_stat(path, self.read_root(run_dir))
         except OSError as exc:  # gone since listed, a FIFO, a link loop or out of the run
@@ -239,3 +237,10 @@ def _text(value) -> str:
     if isinstance(value, list):  # conversational: [{"role": ..., "content": ...}]
         return " ".join(str(m.get("content", "")) if isinstance(m, dict) else str(m) for m in value)
     return "" if value is None else str(value)
+
+
+def _completions_order(name: str) -> tuple[int, str]:
+    """`completions_{step:05d}.parquet` by its step (a sixth digit sorts after five by number, not by
+    name), then by name; the newest found with max() over the names, no Path made for each."""
+    digits = name.removeprefix("completions_").removesuffix(".parquet")
+    return (int(digits) if digits.isdigit() else -1, name)

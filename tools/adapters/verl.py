@@ -105,10 +105,10 @@ class VerlAdapter(ConsoleAdapter):
 
     def samples(self, run_dir: Path, known_key: str | None) -> Samples | None:
         folder = self._trainer(run_dir).get("rollout_data_dir") or "rollouts"
-        files = verl.rollout_files(run_dir / str(folder))
-        if not files:
+        newest = verl.newest_rollout_file(run_dir / str(folder))
+        if newest is None:
             return Samples(key=None, notes=[])
-        step, path = max(files.items())
+        step, path = newest
         try:
             st = safefs.regular_stat(path, run_dir)
         except OSError as exc:  # gone since listed, a FIFO, a link out of the run

@@ -185,6 +185,17 @@ def rollout_files(directory: str | Path) -> dict[int, Path]:
     return dict(sorted(out.items()))
 
 
+def newest_rollout_file(directory: str | Path) -> tuple[int, Path] | None:
+    """The newest step's `{step}.jsonl` of `rollout_files`, found from the names alone (a run of
+    thousands of steps has as many files; a warm check-in wants one)."""
+    newest: tuple[int, str] | None = None
+    for name in safefs.list_names(Path(directory)):
+        stem, _, suffix = name.rpartition(".")
+        if suffix == "jsonl" and _STEP_NAME.fullmatch(stem):  # "jsonl" alone: an empty stem, no step
+            newest = max(newest, (int(stem), name)) if newest else (int(stem), name)
+    return (newest[0], Path(directory) / newest[1]) if newest else None
+
+
 _STEP_NAME = re.compile(STEP_DIGITS, re.ASCII)
 _CKPT_DIR = re.compile(rf"^global_step_({STEP_DIGITS})$", re.ASCII)
 TRACKER_FILE = "latest_checkpointed_iteration.txt"
