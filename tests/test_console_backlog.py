@@ -1,4 +1,4 @@
-"""A console backlog longer than one read (tools/adapters/console.py, HeadAndTail): a console whose rows
+"""A console (or verl logger) backlog longer than one read (tools/adapters/console.py, HeadAndTail): a console whose rows
 name their step (verl, OpenRLHF) is read as its head and its newest bytes, the middle only counted;
 TRL, whose rows are numbered by counting them, is read oldest first and says it is behind.
 
@@ -6,11 +6,14 @@ The lines are verl's and TRL's console templates (reference/frameworks.md 1.1 an
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from rlagent.tools.adapters import console, lineblocks
 from rlagent.tools.adapters.trl import TrlAdapter
-from rlagent.tools.adapters.verl import VerlAdapter
+from rlagent.tools.adapters.verl import VerlAdapter, read_file_logger
+from rlagent.tools.steprows import EARLY_VALUES, KEEP_STEPS
 
 
 def _verl_line(step: int) -> str:
@@ -127,3 +130,38 @@ def test_a_trl_backlog_is_read_oldest_first_and_says_it_is_behind(tmp_path, smal
         assert bool(behind) == (cursor.offset < path.stat().st_size)
     assert reads > 2
     assert steps == sorted({r.step for r in whole.rows if r.process == "trainer"}) == list(range(1, 1201))
+
+
+def _logger_line(step: int) -> str:
+    return json.dumps({"step": step, "data": {"critic/score/mean": 0.4 + step % 7 / 100, "actor/entropy": 0.5}})
+
+
+def test_verl_file_logger_backlog_is_read_as_its_head_and_newest_rows(tmp_path, small_reads):
+    """verl's `file` logger JSONL (frameworks.md 1.2) was read whole at every check-in, holding a row per
+    line: a week of steps was gigabytes of dicts. It is read as the console is."""
+    path = tmp_path / "exp.jsonl"
+    lines = [_logger_line(step) for step in range(1, 1201)]
+    text = "\n".join(lines) + "\n"
+    path.write_text(text + '{"step": 1201, "da')
+    read = read_file_logger(path, "exp.jsonl", None)
+    assert read.cursor.offset == len(text) and read.cursor.lines == 1200
+    steps = sorted({row.step for row in read.rows})
+    assert steps[0] == 1 and steps[-1] == 1200 and len(steps) < 1200
+    tail = [s for s in steps if s > 600]
+    assert tail == list(range(tail[0], 1201))
+    (note,) = [n for n in read.notes if "not read" in n]
+    first, last = (int(x) for x in note.split("(lines ")[1].split(")")[0].split("-"))
+    assert set(range(first, last + 1)) == set(range(1, 1201)) - set(steps)  # line n holds step n
+    with open(path, "a") as f:
+        f.write('ta": {"actor/entropy": 0.1}}\n')
+    after = read_file_logger(path, "exp.jsonl", read.cursor)
+    assert {row.step for row in after.rows} == {1201} and not after.notes and after.cursor.lines == 1201
+
+
+def test_verl_file_logger_rows_are_held_bounded_as_the_collector_keeps_them(tmp_path):
+    path = tmp_path / "exp.jsonl"
+    path.write_text("".join(_logger_line(step) + "\n" for step in range(1, 3001)))
+    read = read_file_logger(path, "exp.jsonl", None)
+    steps = sorted({row.step for row in read.rows})
+    assert len(steps) < 3000 and steps[-KEEP_STEPS:] == list(range(3001 - KEEP_STEPS, 3001))
+    assert steps[:EARLY_VALUES] == list(range(1, EARLY_VALUES + 1))  # the early values survive

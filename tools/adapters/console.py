@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import BinaryIO
 
 from rlagent.models.observation import EvalPoint, FileCursor, LogEvent, WarningGroup
 from rlagent.tools.adapters import lineblocks
@@ -434,8 +435,8 @@ def analyse_blocks(
             continue
         if rows is None:
             rows = StepLines()
-            _fold(rows, out)
-        _fold(rows, part)
+            fold_rows(rows, out)
+        fold_rows(rows, part)
         _merge_part(out, part, keep_per_kind)
     if out is None:
         return FileRead(rel=rel, cursor=None)
@@ -444,7 +445,8 @@ def analyse_blocks(
     return out
 
 
-def _fold(rows: StepLines, read: FileRead) -> None:
+def fold_rows(rows: StepLines, read: FileRead) -> None:
+    """Move a read's rows into a bounded table (tools.steprows), as the collector keeps them."""
     for row in read.rows:
         rows.append((StepLine(step=row.step, process=row.process, values=row.values), row.when))
     read.rows = []
@@ -498,35 +500,14 @@ def read_console(
     notes = [plan.note] if plan.note else []
     if not plan.fresh and cursor is not None:
         state.step = cursor.step
-    backlog = max(0, plan.end - plan.start)
     mtime = datetime.fromtimestamp(clamp_time(plan.mtime), UTC)
     try:
         with open_regular(path) as handle:  # swapped for a FIFO since planned: refused, never a hang
-            handle.seek(plan.start)
-            blocks: LineBlocks | HeadAndTail
-            if steps_in_lines and backlog > lineblocks.MAX_READ:
-                blocks = HeadAndTail(handle, plan.start, plan.end)
-            else:
-                blocks = LineBlocks(handle, min(backlog, lineblocks.MAX_READ))
+            blocks = backlog_blocks(handle, plan.start, plan.end, steps_in_lines)
             read = analyse_blocks(blocks.numbered(plan.first_line), rel, framework, parse_rows, state, keep_per_kind, mtime)
     except OSError as exc:
         return FileRead(rel, cursor, notes=[*notes, f"{rel}: read failed ({exc.strerror or exc})"])
-    if isinstance(blocks, HeadAndTail) and blocks.skipped_to > blocks.skipped_from:
-        first = plan.first_line + blocks.head.newlines
-        notes.append(
-            f"{rel}: {_size(blocks.skipped_to - blocks.skipped_from)} of older lines not read "
-            f"(lines {first}-{first + blocks.skipped_lines - 1}): a backlog over {_size(lineblocks.MAX_READ)} is read as "
-            f"its first {_size(blocks.head_length)} and its newest {_size(blocks.tail_length)}, so the history has a gap there"
-        )
-    elif isinstance(blocks, LineBlocks) and backlog > lineblocks.MAX_READ:
-        notes.append(
-            f"{rel}: {_size(blocks.taken)} of {_size(backlog)} new read, the rest at the next check-ins: "
-            "its rows carry no step numbers, so it is read oldest first and this check-in is behind the run"
-        )
-    if blocks.overlong:
-        notes.append(f"{rel}: an over-long line was read only in part")
-    if blocks.nul:
-        notes.append(f"{rel}: binary junk (NUL bytes) in the new bytes, not quoted")
+    notes += backlog_notes(rel, blocks, plan.start, plan.end, plan.first_line)
     cut = blocks.taken
     new_cursor.offset = plan.start + cut
     new_cursor.lines = plan.first_line - 1 + blocks.newlines
@@ -540,6 +521,37 @@ def read_console(
     # an offline check-in that finds nothing new keeps the run's own "now", not the wall clock's.
     read.newest = new_cursor.last_time
     return read
+
+
+def backlog_blocks(handle: BinaryIO, start: int, end: int, steps_in_lines: bool) -> LineBlocks | HeadAndTail:
+    """The blocks of whole lines a check-in reads of [start, end): at most MAX_READ of them, a longer
+    backlog as its head and newest bytes when every row names its step, else oldest first."""
+    handle.seek(start)
+    if steps_in_lines and end - start > lineblocks.MAX_READ:
+        return HeadAndTail(handle, start, end)
+    return LineBlocks(handle, min(max(0, end - start), lineblocks.MAX_READ))
+
+
+def backlog_notes(rel: str, blocks: LineBlocks | HeadAndTail, start: int, end: int, first_line: int) -> list[str]:
+    """What a read of [start, end) left out or cut, in words."""
+    notes = []
+    if isinstance(blocks, HeadAndTail) and blocks.skipped_to > blocks.skipped_from:
+        first = first_line + blocks.head.newlines
+        notes.append(
+            f"{rel}: {_size(blocks.skipped_to - blocks.skipped_from)} of older lines not read "
+            f"(lines {first}-{first + blocks.skipped_lines - 1}): a backlog over {_size(lineblocks.MAX_READ)} is read as "
+            f"its first {_size(blocks.head_length)} and its newest {_size(blocks.tail_length)}, so the history has a gap there"
+        )
+    elif isinstance(blocks, LineBlocks) and end - start > lineblocks.MAX_READ:
+        notes.append(
+            f"{rel}: {_size(blocks.taken)} of {_size(end - start)} new read, the rest at the next check-ins: "
+            "its rows carry no step numbers, so it is read oldest first and this check-in is behind the run"
+        )
+    if blocks.overlong:
+        notes.append(f"{rel}: an over-long line was read only in part")
+    if blocks.nul:
+        notes.append(f"{rel}: binary junk (NUL bytes) in the new bytes, not quoted")
+    return notes
 
 
 def _size(n: int) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 from rlagent.models.observation import FileCursor
 from rlagent.models.run import Framework, RunConfig, RunInfo
 from rlagent.tools import safefs
-from rlagent.tools.adapters.base import FileRead, ResumePlan, Samples
+from rlagent.tools.adapters.base import FileRead, ResumePlan, Samples, StepRow
 from rlagent.tools.adapters.common import (
     ConsoleAdapter,
     as_float,
@@ -20,12 +20,13 @@ from rlagent.tools.adapters.common import (
     telling,
     walk_files,
 )
-from rlagent.tools.adapters.console import ConsoleState, add_row
+from rlagent.tools.adapters.console import ConsoleState, add_row, backlog_blocks, backlog_notes, fold_rows
 from rlagent.tools.bounds import clamp_time, plausible_step
 from rlagent.tools.frameworks import verl
 from rlagent.tools.frameworks.lines import LogLine
 from rlagent.tools.frameworks.records import MetricRow, numeric_values
-from rlagent.tools.tail import iter_complete_lines, plan_read
+from rlagent.tools.steprows import StepLines
+from rlagent.tools.tail import plan_read
 
 _CONFIG_KEYS = {
     "max_steps": ("trainer.total_training_steps",),
@@ -166,7 +167,10 @@ def _mtime(path: Path) -> float:
 
 
 def read_file_logger(path: Path, rel: str, cursor: FileCursor | None) -> FileRead:
-    """verl's `file` logger from its cursor: `{"step": N, "data": {...}}` rows, NaN as null."""
+    """verl's `file` logger from its cursor: `{"step": N, "data": {...}}` rows, NaN as null. Read as the
+    console is (console.backlog_blocks: at most 64 MB a check-in, a longer backlog as its head and its
+    newest rows, every row naming its step) and its rows held bounded as the collector keeps them: a
+    week of a run's rows is not a list of a million dicts."""
     from datetime import UTC, datetime
 
     try:
@@ -178,33 +182,45 @@ def read_file_logger(path: Path, rel: str, cursor: FileCursor | None) -> FileRea
         return FileRead(rel, cursor, notes=[f"{rel}: unreadable ({safefs.reason(exc)})"])
     out = FileRead(rel, new_cursor, fresh=plan.fresh, notes=[plan.note] if plan.note else [])
     when = datetime.fromtimestamp(clamp_time(plan.mtime), UTC)
-    end, count, bad = plan.start, 0, 0
-    lines = iter_complete_lines(path, plan.start, plan.end)
-    while True:
-        try:
-            offset, raw = next(lines)
-        except StopIteration:
-            break
-        except OSError as exc:  # deleted, truncated or swapped while being read: what was read stands
-            out.notes.append(f"{rel}: read failed ({safefs.reason(exc)}); the rest is read next time")
-            break
-        end, count = offset, count + 1
-        try:
-            obj = json.loads(raw)
-            data = obj["data"]
-            if not plausible_step(obj["step"]):
-                raise ValueError("step out of range")
-            row = MetricRow(step=int(obj["step"]), values=numeric_values(data) if isinstance(data, dict) else {})
-        except (ValueError, KeyError, TypeError, RecursionError):  # RecursionError: JSON nested too deep
-            bad += 1
-            continue
-        if row.values and all(k.startswith(("val-core/", "val-aux/", "val/")) for k in row.values):
-            row.kind = "val"
-        add_row(out, "verl", row, when)
-    new_cursor.offset, new_cursor.lines = end, plan.first_line - 1 + count
-    out.bytes_read = end - plan.start
+    rows = StepLines()
+    bad = 0
+    try:
+        with safefs.open_regular(path) as handle:  # swapped for a FIFO since planned: refused, never a hang
+            blocks = backlog_blocks(handle, plan.start, plan.end, steps_in_lines=True)
+            for _, block in blocks.numbered(plan.first_line):
+                part = FileRead(rel, None)
+                for raw in block.splitlines():
+                    row = _logged_row(raw)
+                    if row is None:
+                        bad += 1
+                    else:
+                        add_row(part, "verl", row, when)
+                fold_rows(rows, part)
+                out.evals += part.evals
+                out.times.update(part.times)
+    except OSError as exc:  # deleted, truncated or swapped while being read: read again next time
+        return FileRead(rel, cursor, notes=[*out.notes, f"{rel}: read failed ({safefs.reason(exc)})"])
+    out.notes += backlog_notes(rel, blocks, plan.start, plan.end, plan.first_line)
+    out.rows = [StepRow(line.process, line.step, line.values, stamp) for line, stamp in rows]
+    new_cursor.offset, new_cursor.lines = plan.start + blocks.taken, plan.first_line - 1 + blocks.newlines
+    out.bytes_read = blocks.taken
     if bad:
         out.notes.append(f"{rel}: skipped {bad} malformed row(s)")
-    if count:
+    if blocks.newlines:
         out.newest = when
     return out
+
+
+def _logged_row(raw: bytes) -> MetricRow | None:
+    """One logger line as a row; None when it is not one (malformed, truncated, a step out of range)."""
+    try:
+        obj = json.loads(raw)
+        data = obj["data"]
+        if not plausible_step(obj["step"]):
+            raise ValueError("step out of range")
+        row = MetricRow(step=int(obj["step"]), values=numeric_values(data) if isinstance(data, dict) else {})
+    except (ValueError, KeyError, TypeError, RecursionError):  # RecursionError: JSON nested too deep
+        return None
+    if row.values and all(k.startswith(("val-core/", "val-aux/", "val/")) for k in row.values):
+        row.kind = "val"
+    return row
