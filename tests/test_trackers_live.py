@@ -95,6 +95,35 @@ def test_an_event_file_longer_than_one_read_is_caught_up_oldest_first_saying_it_
     assert points(reads) == points(whole)  # each record once
 
 
+def test_an_event_file_is_read_a_chunk_at_a_time_its_steps_held_bounded(tmp_path, monkeypatch):
+    """3,000 steps read in chunks that cut records anywhere give the newest KEEP_STEPS steps and the early
+    values as written, holding fewer steps than the file has; one whole chunk gives the same."""
+    import numpy as np
+
+    from rlagent.tools.adapters import trackers
+    from rlagent.tools.steprows import EARLY_VALUES, KEEP_STEPS
+
+    run_dir = _copy_of(write_events(tmp_path / "src", range(1, 3001)), tmp_path / "run")
+    written = {
+        s: {"reward": float(np.float32(s / 100)), "entropy": math.nan if s == 7 else float(np.float32(1.0 - s / 100))}
+        for s in range(1, 3001)
+    }
+    monkeypatch.setattr(trackers, "CHUNK", 1 << 30)
+    whole = rows_by_step(read_trackers(run_dir, "verl", {}))
+    monkeypatch.setattr(trackers, "CHUNK", 1000)  # records are ~50 bytes: many cut between chunks
+    [read] = read_trackers(run_dir, "verl", {})
+    parts = rows_by_step([read])
+    assert read.cursor.offset == next(run_dir.glob("tb/*tfevents*")).stat().st_size
+    assert KEEP_STEPS <= len(parts) < 3000 and parts.keys() == whole.keys()
+    newest, early = sorted(parts)[-KEEP_STEPS:], sorted(parts)[:EARLY_VALUES]
+    assert newest == list(range(3001 - KEEP_STEPS, 3001)) and early == list(range(1, EARLY_VALUES + 1))
+    assert all(_same(parts[s], written[s]) and _same(whole[s], written[s]) for s in newest + early)
+
+
+def _same(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(a[k] == b[k] or (a[k] != a[k] and b[k] != b[k]) for k in a)
+
+
 def _copy_of(source: Path, run_dir: Path) -> Path:
     (run_dir / "tb").mkdir(parents=True)
     shutil.copy(source, run_dir / "tb" / source.name)

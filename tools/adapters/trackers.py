@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import struct
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,10 +21,14 @@ from rlagent.tools.adapters.base import FileRead
 from rlagent.tools.adapters.console import add_row
 from rlagent.tools.frameworks import wandb_csv, wandb_offline
 from rlagent.tools.frameworks.records import MetricRow, ReadResult
+from rlagent.tools.safefs import open_regular
+from rlagent.tools.steprows import StepTable
 from rlagent.tools.tail import plan_read
 
 MAX_READ = 64 << 20
 """Bytes of one tracker file read per check-in (the rest is read by the next ones)."""
+CHUNK = 4 << 20
+"""Bytes of an event file read at a time."""
 MAX_RECORD = 64 << 20
 """A TFRecord longer than this is corruption, not a scalar event."""
 _MAX_FILES = 40
@@ -104,49 +109,82 @@ def _rows_into(out: FileRead, framework: str, rows: list[MetricRow]) -> None:
 
 def read_event_file(path: Path, rel: str, cursor: FileCursor | None, framework: str) -> FileRead:
     """Scalar summaries of the whole TFRecords after the cursor (`simple_value`, as torch's SummaryWriter
-    writes them, or a one-element float tensor)."""
+    writes them, or a one-element float tensor). Read CHUNK bytes at a time, the steps held as the
+    collector keeps them (tools.steprows): 64 MB of a long run's events is tens of thousands of steps."""
     from tensorboard.compat.proto import event_pb2
 
     started = _start(path, rel, cursor)
     if isinstance(started, FileRead):
         return started
     out, start, end = started
+    table = StepTable()
+    times: dict[int, float] = {}
+    pos, bad = start, 0  # pos: the end of the last whole record
+    data = b""
     try:
-        data = _bytes(path, start, end)
+        with open_regular(path) as handle:  # swapped for a FIFO since planned: refused, never a hang
+            handle.seek(start)
+            while pos + len(data) < end:
+                chunk = handle.read(min(CHUNK, end - pos - len(data)))
+                if not chunk:
+                    break
+                data += chunk
+                used, stop = _records(data, event_pb2, table, times)
+                bad += stop.bad
+                pos, data = pos + used, data[used:]
+                if stop.corrupt:
+                    out.notes.append(f"{rel}: a record at byte {pos} claims {stop.corrupt} bytes; stopped reading (corrupt file)")
+                    break
     except OSError as exc:
         return FileRead(rel, cursor, notes=[f"{rel}: unreadable ({exc.strerror or exc})"])
-    steps: dict[int, MetricRow] = {}
-    pos, bad = 0, 0
+    assert out.cursor is not None
+    out.cursor.offset = pos
+    out.bytes_read = pos - start
+    _note_if_behind(out, rel, start, end)
+    if bad:
+        out.notes.append(f"{rel}: {bad} record(s) could not be decoded")
+    _rows_into(out, framework, [MetricRow(step=int(s), values=table[s], time=times.get(s)) for s in sorted(table)])
+    return out
+
+
+@dataclass
+class _Stop:
+    bad: int = 0
+    corrupt: int = 0
+    """The length a record claimed past MAX_RECORD (0: none did)."""
+
+
+def _records(data: bytes, event_pb2, table: StepTable, times: dict[int, float]) -> tuple[int, _Stop]:
+    """Decode the whole TFRecords at the start of `data` into `table` (step -> tag -> value) and
+    `times` (step -> newest wall time); (bytes used, what stopped it)."""
+    pos, stop = 0, _Stop()
     while len(data) - pos >= 12:
         (length,) = struct.unpack_from("<Q", data, pos)
         if length > MAX_RECORD:
-            out.notes.append(f"{rel}: a record at byte {start + pos} claims {length} bytes; stopped reading (corrupt file)")
+            stop.corrupt = length
             break
         if len(data) - pos < 12 + length + 4:
-            break  # still being written: read next time
+            break  # still being written (or in the next chunk)
         body = data[pos + 12 : pos + 12 + length]
         pos += 12 + length + 4
         try:
             event = event_pb2.Event.FromString(body)
         except Exception:  # protobuf's DecodeError; a bad record is skipped, not fatal
-            bad += 1
+            stop.bad += 1
             continue
         if not event.HasField("summary"):
             continue
-        row = steps.setdefault(event.step, MetricRow(step=int(event.step), values={}))
-        row.time = max(row.time or 0.0, event.wall_time)
+        values = table.setdefault(event.step, {})
+        times[event.step] = max(times.get(event.step, 0.0), event.wall_time)
         for value in event.summary.value:
             number = _scalar(value)
             if number is not None:
-                row.values[value.tag] = number
-    assert out.cursor is not None
-    out.cursor.offset = start + pos
-    out.bytes_read = pos
-    _note_if_behind(out, rel, start, end)
-    if bad:
-        out.notes.append(f"{rel}: {bad} record(s) could not be decoded")
-    _rows_into(out, framework, [steps[s] for s in sorted(steps)])
-    return out
+                values[value.tag] = number
+    if len(times) > 4 * table.keep + len(table.pinned):  # the dropped steps' times go too
+        kept = {s: t for s, t in times.items() if s in table}
+        times.clear()
+        times.update(kept)
+    return pos, stop
 
 
 def _scalar(value) -> float | None:
