@@ -217,3 +217,26 @@ def test_a_verl_run_logging_to_tensorboard_is_judged_on_it(tmp_path):
     tb = [f for f in read.files if "tfevents" in f.rel]
     assert len(tb) == 1 and {row.step for row in tb[0].rows} == {900, 901, 902}
     assert any(f.rel.endswith(".log") and f.rows for f in read.files)
+
+
+def test_a_long_wandb_run_is_decoded_a_batch_at_a_time_its_steps_held_bounded(tmp_path, monkeypatch):
+    from rlagent.tools.adapters import trackers
+    from rlagent.tools.steprows import EARLY_VALUES, KEEP_STEPS
+
+    payloads = [
+        history_record(10 + s, {"_step": str(s), "train/global_step": str(s), "train/reward": str(s / 10)}, s)
+        for s in range(1, 3001)
+    ]
+    for at in (7, 2500):  # two that cannot be decoded, in different batches: one note says both
+        payloads.insert(at, b"\x12\x03not a history record")
+    live = tmp_path / "run" / "wandb" / "offline-run-20261123_120000-abc" / "run-abc.wandb"
+    live.parent.mkdir(parents=True)
+    live.write_bytes(frame(payloads))
+    monkeypatch.setattr(trackers, "_BATCH", 100)
+    [read] = read_trackers(tmp_path / "run", "trl", {})
+    steps = rows_by_step([read])
+    assert KEEP_STEPS <= len(steps) < 3000 and read.cursor.offset == live.stat().st_size
+    newest, early = sorted(steps)[-KEEP_STEPS:], sorted(steps)[:EARLY_VALUES]
+    assert newest == list(range(3001 - KEEP_STEPS, 3001)) and early == list(range(1, EARLY_VALUES + 1))
+    assert all(steps[s]["reward"] == pytest.approx(s / 10) for s in newest + early)
+    assert read.notes == [f"{read.rel}: 2 record(s) could not be decoded"]

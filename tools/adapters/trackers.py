@@ -117,8 +117,7 @@ def read_event_file(path: Path, rel: str, cursor: FileCursor | None, framework: 
     if isinstance(started, FileRead):
         return started
     out, start, end = started
-    table = StepTable()
-    times: dict[int, float] = {}
+    steps = _Steps()
     pos, bad = start, 0  # pos: the end of the last whole record
     data = b""
     try:
@@ -129,7 +128,7 @@ def read_event_file(path: Path, rel: str, cursor: FileCursor | None, framework: 
                 if not chunk:
                     break
                 data += chunk
-                used, stop = _records(data, event_pb2, table, times)
+                used, stop = _records(data, event_pb2, steps)
                 bad += stop.bad
                 pos, data = pos + used, data[used:]
                 if stop.corrupt:
@@ -143,8 +142,27 @@ def read_event_file(path: Path, rel: str, cursor: FileCursor | None, framework: 
     _note_if_behind(out, rel, start, end)
     if bad:
         out.notes.append(f"{rel}: {bad} record(s) could not be decoded")
-    _rows_into(out, framework, [MetricRow(step=int(s), values=table[s], time=times.get(s)) for s in sorted(table)])
+    _rows_into(out, framework, steps.rows())
     return out
+
+
+class _Steps:
+    """A tracker's rows by step, held as the collector keeps them (tools.steprows.StepTable: the newest
+    KEEP_STEPS steps and each series' early values), each step's values merged and its newest time kept."""
+
+    def __init__(self) -> None:
+        self.table = StepTable()
+        self.times: dict[int, float] = {}
+
+    def add(self, step: int, values: dict[str, float], time: float | None) -> None:
+        self.table.setdefault(step, {}).update(values)
+        if time is not None:
+            self.times[step] = max(self.times.get(step, time), time)
+        if len(self.times) > 4 * self.table.keep + len(self.table.pinned):  # the dropped steps' times go too
+            self.times = {s: t for s, t in self.times.items() if s in self.table}
+
+    def rows(self) -> list[MetricRow]:
+        return [MetricRow(step=int(s), values=self.table[s], time=self.times.get(s)) for s in sorted(self.table)]
 
 
 @dataclass
@@ -154,9 +172,8 @@ class _Stop:
     """The length a record claimed past MAX_RECORD (0: none did)."""
 
 
-def _records(data: bytes, event_pb2, table: StepTable, times: dict[int, float]) -> tuple[int, _Stop]:
-    """Decode the whole TFRecords at the start of `data` into `table` (step -> tag -> value) and
-    `times` (step -> newest wall time); (bytes used, what stopped it)."""
+def _records(data: bytes, event_pb2, steps: _Steps) -> tuple[int, _Stop]:
+    """Decode the whole TFRecords at the start of `data` into `steps`; (bytes used, what stopped it)."""
     pos, stop = 0, _Stop()
     while len(data) - pos >= 12:
         (length,) = struct.unpack_from("<Q", data, pos)
@@ -174,16 +191,8 @@ def _records(data: bytes, event_pb2, table: StepTable, times: dict[int, float]) 
             continue
         if not event.HasField("summary"):
             continue
-        values = table.setdefault(event.step, {})
-        times[event.step] = max(times.get(event.step, 0.0), event.wall_time)
-        for value in event.summary.value:
-            number = _scalar(value)
-            if number is not None:
-                values[value.tag] = number
-    if len(times) > 4 * table.keep + len(table.pinned):  # the dropped steps' times go too
-        kept = {s: t for s, t in times.items() if s in table}
-        times.clear()
-        times.update(kept)
+        values = {value.tag: number for value in event.summary.value if (number := _scalar(value)) is not None}
+        steps.add(event.step, values, event.wall_time)
     return pos, stop
 
 
@@ -210,17 +219,37 @@ def read_wandb_run(path: Path, rel: str, cursor: FileCursor | None, framework: s
     except OSError as exc:
         return FileRead(rel, cursor, notes=[f"{rel}: unreadable ({exc.strerror or exc})"])
     payloads, notes, done = wandb_offline.records_from(data, start)
+    del data
     result: ReadResult[MetricRow] = ReadResult()
-    wandb_offline.history_rows(payloads, _STEP_KEY.get(framework), result)
-    out.notes += [f"{rel}: {note}" for note in notes + result.notes if "still being written" not in note]
+    steps = _Steps()
+    for first in range(0, len(payloads), _BATCH):  # decoded a batch at a time: the rows held stay bounded
+        batch: ReadResult[MetricRow] = ReadResult()
+        wandb_offline.history_rows(payloads[first : first + _BATCH], _STEP_KEY.get(framework), batch)
+        for row in batch.rows:
+            if row.step is not None and row.values:
+                steps.add(row.step, row.values, row.time)
+        result.notes += batch.notes
+        result.meta.update(batch.meta)
+    out.notes += [f"{rel}: {note}" for note in notes + _summed(result.notes) if "still being written" not in note]
     assert out.cursor is not None
     out.cursor.offset = done
     out.bytes_read = done - start
     _note_if_behind(out, rel, start, end)
-    _rows_into(out, framework, result.rows)
+    _rows_into(out, framework, steps.rows())
     if "exit_code" in result.meta:
         out.notes.append(f"{rel}: the wandb run ended with exit code {result.meta['exit_code']}")
     return out
+
+
+_BATCH = 4096
+"""wandb records decoded at a time."""
+
+
+def _summed(notes: list[str]) -> list[str]:
+    """The batches' `N record(s) could not be decoded` notes as one."""
+    bad = [n for n in notes if n.endswith(" record(s) could not be decoded")]
+    total = sum(int(n.split(" ", 1)[0]) for n in bad)
+    return [n for n in notes if n not in bad] + ([f"{total} record(s) could not be decoded"] if total else [])
 
 
 def read_csv_export(path: Path, rel: str, cursor: FileCursor | None, framework: str) -> FileRead | None:
