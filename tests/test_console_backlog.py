@@ -165,3 +165,21 @@ def test_verl_file_logger_rows_are_held_bounded_as_the_collector_keeps_them(tmp_
     steps = sorted({row.step for row in read.rows})
     assert len(steps) < 3000 and steps[-KEEP_STEPS:] == list(range(3001 - KEEP_STEPS, 3001))
     assert steps[:EARLY_VALUES] == list(range(1, EARLY_VALUES + 1))  # the early values survive
+
+
+def test_lines_after_the_gap_and_before_its_first_step_have_no_step(tmp_path, small_reads):
+    """What the tail holds before its first step line happened after steps that were not read: its step
+    is unknown (None), not the head's last step."""
+    lines = _verl_log(1000, warn_every=10**9)
+    path = tmp_path / "verl_demo.log"
+    path.write_text("\n".join(lines) + "\n")
+    (note,) = [n for n in _read(path, None, VerlAdapter()).notes if "not read" in n]
+    first_tail = int(note.split("(lines ")[1].split(")")[0].split("-")[1]) + 1
+    # the tail's first lines, and one near the end, become traceback heads of the same length (the gap stays put)
+    for index in [*range(first_tail - 1, first_tail + 3), len(lines) - 3]:
+        lines[index] = "Traceback (most recent call last):".ljust(len(lines[index]))
+    path.write_text("\n".join(lines) + "\n")
+    read = _read(path, None, VerlAdapter())
+    heads = {e.line: e.step for e in read.events if e.kind == "traceback"}
+    assert [n for n in read.notes if "not read" in n] == [note]
+    assert heads == {**dict.fromkeys(range(first_tail, first_tail + 4)), len(lines) - 2: 997}  # step 998 replaced

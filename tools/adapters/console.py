@@ -426,7 +426,11 @@ def analyse_blocks(
     the early values), so a 64 MB catch-up of a long run holds a bounded history, not a row per line."""
     out: FileRead | None = None
     rows: StepLines | None = None
+    expected: int | None = None
     for lineno, block in blocks:
+        if expected is not None and lineno != expected:  # lines skipped (HeadAndTail): the step before is unknown
+            state.step = None
+        expected = lineno + block.count(b"\n")
         part = analyse(
             decode(block), rel, framework, parse_rows, state, first_lineno=lineno, keep_per_kind=keep_per_kind, when=when
         )
