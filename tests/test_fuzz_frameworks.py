@@ -31,9 +31,9 @@ from rlagent.agents.report import build_report
 from rlagent.evals.simulator.frameworks import FRAMEWORK_SCENARIOS, write_framework_run
 from rlagent.graph.runner import Monitor
 from rlagent.models.run import Health
-from rlagent.tools import tail
-from rlagent.tools.adapters import adapter_for, discover
+from rlagent.tools.adapters import adapter_for, discover, lineblocks
 from rlagent.tools.adapters import console as console_module
+from rlagent.tools.adapters import verl as verl_adapter
 
 from faultkit import HAZARDS, ROOT, VanishingReads, bounded, junk_bytes, junk_line, make_hazard
 
@@ -262,20 +262,25 @@ def test_a_well_formed_non_finite_metric_line_is_nan_detected(healthy, framework
 # --- Files that change under the reader ---------------------------------------------------------
 
 MID_READ = {
-    "verl file logger": ("verl", "file logger", tail),
+    "verl file logger": ("verl", "file logger", verl_adapter),
     "verl console log": ("verl", "console log", console_module),
     "trl console log": ("trl", "console log", console_module),
 }
 
 
+@pytest.mark.parametrize("backlog", ["one read", "head and tail"])
 @pytest.mark.parametrize("how", ["truncate", "delete"])
 @pytest.mark.parametrize("reader", sorted(MID_READ))
-def test_a_framework_file_truncated_or_deleted_mid_read_is_no_crash(healthy, monkeypatch, reader, how):
+def test_a_framework_file_truncated_or_deleted_mid_read_is_no_crash(healthy, monkeypatch, reader, how, backlog):
+    """Also with a backlog longer than a read: verl's and OpenRLHF's skip its middle (lineblocks.HeadAndTail),
+    TRL's is read oldest first."""
     CASES["mid-read"] += 1
     framework, what, module = MID_READ[reader]
     with copy_of(healthy[framework]) as run:
         target = run / TARGETS[framework][what]
         target.write_bytes(target.read_bytes() * 200)
+        if backlog == "head and tail":
+            monkeypatch.setattr(lineblocks, "MAX_READ", target.stat().st_size // 5)
         vanishing = VanishingReads(how)
         real = module.open_regular
 

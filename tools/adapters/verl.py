@@ -25,6 +25,7 @@ from rlagent.tools.bounds import clamp_time, plausible_step
 from rlagent.tools.frameworks import verl
 from rlagent.tools.frameworks.lines import LogLine
 from rlagent.tools.frameworks.records import MetricRow, numeric_values
+from rlagent.tools.safefs import open_regular
 from rlagent.tools.steprows import StepLines
 from rlagent.tools.tail import plan_read
 
@@ -185,7 +186,7 @@ def read_file_logger(path: Path, rel: str, cursor: FileCursor | None) -> FileRea
     rows = StepLines()
     bad = 0
     try:
-        with safefs.open_regular(path) as handle:  # swapped for a FIFO since planned: refused, never a hang
+        with open_regular(path) as handle:  # swapped for a FIFO since planned: refused, never a hang
             blocks = backlog_blocks(handle, plan.start, plan.end, steps_in_lines=True)
             for _, block in blocks.numbered(plan.first_line):
                 part = FileRead(rel, None)
