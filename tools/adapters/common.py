@@ -241,7 +241,7 @@ class ConsoleAdapter:
     """Strings in a launch script that say it launches this framework."""
     steps_in_lines: bool = True
     """Every metric row of the console names its step (verl `step:N`, OpenRLHF `Global step N`, the
-    Episode bar's counts), so a long backlog's middle can be skipped (console.HeadAndTail)."""
+    Episode bar's counts), so a long backlog's middle can be skipped (lineblocks.HeadAndTail)."""
 
     # --- recognising ------------------------------------------------------------------------
     def recognise(self, path: Path) -> int:

@@ -21,11 +21,12 @@ HEAD_READ = CHUNK
 bytes (the launch, the early steps the rules take their baselines from) and its newest
 MAX_READ - HEAD_READ; the middle is only counted, for the line numbers."""
 COUNT_BLOCK = 8 << 20
+"""Bytes of a skipped middle read at a time to count its lines (into one reused buffer)."""
 
 
 class LineBlocks:
-    """Up to `length` bytes of an open file, read `size` bytes at a time and handed on as blocks of
-    whole lines (a line longer than `size` comes whole, in a block of its own).
+    """Up to `length` bytes of an open file from where it stands, read CHUNK bytes at a time and handed
+    on as blocks of whole lines (a line longer than CHUNK comes whole, in a block of its own).
 
     The bytes after the last newline are left for the next read (a half-written line waits), unless
     a full MAX_READ holds no newline at all: that line is taken in part (`overlong`), or it would
