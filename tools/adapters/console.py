@@ -449,6 +449,23 @@ def analyse_blocks(
     return out
 
 
+class HeldRows:
+    """A read's rows gathered a part at a time and held as the collector keeps them (tools.steprows:
+    each step merged, the newest KEEP_STEPS and the early values), with the parts' evals and times."""
+
+    def __init__(self, out: FileRead) -> None:
+        self.out = out
+        self.rows = StepLines()
+
+    def take(self, part: FileRead) -> None:
+        fold_rows(self.rows, part)
+        self.out.evals += part.evals
+        self.out.times.update(part.times)
+
+    def finish(self) -> None:
+        self.out.rows = [StepRow(line.process, line.step, line.values, stamp) for line, stamp in self.rows]
+
+
 def fold_rows(rows: StepLines, read: FileRead) -> None:
     """Move a read's rows into a bounded table (tools.steprows), as the collector keeps them."""
     for row in read.rows:

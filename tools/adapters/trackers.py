@@ -18,11 +18,10 @@ from pathlib import Path
 
 from rlagent.models.observation import FileCursor
 from rlagent.tools.adapters.base import FileRead
-from rlagent.tools.adapters.console import add_row
+from rlagent.tools.adapters.console import HeldRows, add_row
 from rlagent.tools.frameworks import wandb_csv, wandb_offline
 from rlagent.tools.frameworks.records import MetricRow, ReadResult
 from rlagent.tools.safefs import open_regular
-from rlagent.tools.steprows import StepTable
 from rlagent.tools.tail import plan_read
 
 MAX_READ = 64 << 20
@@ -117,7 +116,7 @@ def read_event_file(path: Path, rel: str, cursor: FileCursor | None, framework: 
     if isinstance(started, FileRead):
         return started
     out, start, end = started
-    steps = _Steps()
+    held = HeldRows(out)
     pos, bad = start, 0  # pos: the end of the last whole record
     data = b""
     try:
@@ -128,7 +127,11 @@ def read_event_file(path: Path, rel: str, cursor: FileCursor | None, framework: 
                 if not chunk:
                     break
                 data += chunk
+                steps: dict[int, MetricRow] = {}
                 used, stop = _records(data, event_pb2, steps)
+                part = FileRead(rel, None)
+                _rows_into(part, framework, [steps[s] for s in sorted(steps)])
+                held.take(part)
                 bad += stop.bad
                 pos, data = pos + used, data[used:]
                 if stop.corrupt:
@@ -142,27 +145,8 @@ def read_event_file(path: Path, rel: str, cursor: FileCursor | None, framework: 
     _note_if_behind(out, rel, start, end)
     if bad:
         out.notes.append(f"{rel}: {bad} record(s) could not be decoded")
-    _rows_into(out, framework, steps.rows())
+    held.finish()
     return out
-
-
-class _Steps:
-    """A tracker's rows by step, held as the collector keeps them (tools.steprows.StepTable: the newest
-    KEEP_STEPS steps and each series' early values), each step's values merged and its newest time kept."""
-
-    def __init__(self) -> None:
-        self.table = StepTable()
-        self.times: dict[int, float] = {}
-
-    def add(self, step: int, values: dict[str, float], time: float | None) -> None:
-        self.table.setdefault(step, {}).update(values)
-        if time is not None:
-            self.times[step] = max(self.times.get(step, time), time)
-        if len(self.times) > 4 * self.table.keep + len(self.table.pinned):  # the dropped steps' times go too
-            self.times = {s: t for s, t in self.times.items() if s in self.table}
-
-    def rows(self) -> list[MetricRow]:
-        return [MetricRow(step=int(s), values=self.table[s], time=self.times.get(s)) for s in sorted(self.table)]
 
 
 @dataclass
@@ -172,8 +156,9 @@ class _Stop:
     """The length a record claimed past MAX_RECORD (0: none did)."""
 
 
-def _records(data: bytes, event_pb2, steps: _Steps) -> tuple[int, _Stop]:
-    """Decode the whole TFRecords at the start of `data` into `steps`; (bytes used, what stopped it)."""
+def _records(data: bytes, event_pb2, steps: dict[int, MetricRow]) -> tuple[int, _Stop]:
+    """Decode the whole TFRecords at the start of `data` into `steps` (one row a step, its newest wall
+    time); (bytes used, what stopped it)."""
     pos, stop = 0, _Stop()
     while len(data) - pos >= 12:
         (length,) = struct.unpack_from("<Q", data, pos)
@@ -191,8 +176,12 @@ def _records(data: bytes, event_pb2, steps: _Steps) -> tuple[int, _Stop]:
             continue
         if not event.HasField("summary"):
             continue
-        values = {value.tag: number for value in event.summary.value if (number := _scalar(value)) is not None}
-        steps.add(event.step, values, event.wall_time)
+        row = steps.setdefault(event.step, MetricRow(step=int(event.step), values={}))
+        row.time = max(row.time or 0.0, event.wall_time)
+        for value in event.summary.value:
+            number = _scalar(value)
+            if number is not None:
+                row.values[value.tag] = number
     return pos, stop
 
 
@@ -221,13 +210,13 @@ def read_wandb_run(path: Path, rel: str, cursor: FileCursor | None, framework: s
     payloads, notes, done = wandb_offline.records_from(data, start)
     del data
     result: ReadResult[MetricRow] = ReadResult()
-    steps = _Steps()
+    held = HeldRows(out)
     for first in range(0, len(payloads), _BATCH):  # decoded a batch at a time: the rows held stay bounded
         batch: ReadResult[MetricRow] = ReadResult()
         wandb_offline.history_rows(payloads[first : first + _BATCH], _STEP_KEY.get(framework), batch)
-        for row in batch.rows:
-            if row.step is not None and row.values:
-                steps.add(row.step, row.values, row.time)
+        part = FileRead(rel, None)
+        _rows_into(part, framework, batch.rows)
+        held.take(part)
         result.notes += batch.notes
         result.meta.update(batch.meta)
     out.notes += [f"{rel}: {note}" for note in notes + _summed(result.notes) if "still being written" not in note]
@@ -235,7 +224,7 @@ def read_wandb_run(path: Path, rel: str, cursor: FileCursor | None, framework: s
     out.cursor.offset = done
     out.bytes_read = done - start
     _note_if_behind(out, rel, start, end)
-    _rows_into(out, framework, steps.rows())
+    held.finish()
     if "exit_code" in result.meta:
         out.notes.append(f"{rel}: the wandb run ended with exit code {result.meta['exit_code']}")
     return out

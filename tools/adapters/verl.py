@@ -9,7 +9,7 @@ from pathlib import Path
 from rlagent.models.observation import FileCursor
 from rlagent.models.run import Framework, RunConfig, RunInfo
 from rlagent.tools import safefs
-from rlagent.tools.adapters.base import FileRead, ResumePlan, Samples, StepRow
+from rlagent.tools.adapters.base import FileRead, ResumePlan, Samples
 from rlagent.tools.adapters.common import (
     ConsoleAdapter,
     as_float,
@@ -20,13 +20,12 @@ from rlagent.tools.adapters.common import (
     telling,
     walk_files,
 )
-from rlagent.tools.adapters.console import ConsoleState, add_row, backlog_blocks, backlog_notes, fold_rows
+from rlagent.tools.adapters.console import ConsoleState, HeldRows, add_row, backlog_blocks, backlog_notes
 from rlagent.tools.bounds import clamp_time, plausible_step
 from rlagent.tools.frameworks import verl
 from rlagent.tools.frameworks.lines import LogLine
 from rlagent.tools.frameworks.records import MetricRow, numeric_values
 from rlagent.tools.safefs import open_regular
-from rlagent.tools.steprows import StepLines
 from rlagent.tools.tail import plan_read
 
 _CONFIG_KEYS = {
@@ -183,7 +182,7 @@ def read_file_logger(path: Path, rel: str, cursor: FileCursor | None) -> FileRea
         return FileRead(rel, cursor, notes=[f"{rel}: unreadable ({safefs.reason(exc)})"])
     out = FileRead(rel, new_cursor, fresh=plan.fresh, notes=[plan.note] if plan.note else [])
     when = datetime.fromtimestamp(clamp_time(plan.mtime), UTC)
-    rows = StepLines()
+    held = HeldRows(out)
     bad = 0
     try:
         with open_regular(path) as handle:  # swapped for a FIFO since planned: refused, never a hang
@@ -196,13 +195,11 @@ def read_file_logger(path: Path, rel: str, cursor: FileCursor | None) -> FileRea
                         bad += 1
                     else:
                         add_row(part, "verl", row, when)
-                fold_rows(rows, part)
-                out.evals += part.evals
-                out.times.update(part.times)
+                held.take(part)
     except OSError as exc:  # deleted, truncated or swapped while being read: read again next time
         return FileRead(rel, cursor, notes=[*out.notes, f"{rel}: read failed ({safefs.reason(exc)})"])
     out.notes += backlog_notes(rel, blocks, plan.start, plan.end, plan.first_line)
-    out.rows = [StepRow(line.process, line.step, line.values, stamp) for line, stamp in rows]
+    held.finish()
     new_cursor.offset, new_cursor.lines = plan.start + blocks.taken, plan.first_line - 1 + blocks.newlines
     out.bytes_read = blocks.taken
     if bad:
