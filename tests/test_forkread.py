@@ -58,6 +58,28 @@ def test_split_reads_give_the_serial_results_in_order_from_both_processes(tmp_pa
     assert out["stats"]["peak_child_rss_kb"] > 0
 
 
+@needs_two_cpus
+def test_the_longest_tasks_by_cost_are_taken_first(tmp_path):
+    """Tasks of one size but different costs (a GB of vLLM lines beside 50 MB of warnings): the
+    costly ones start in the first wave, one per process, whatever their place in the list."""
+    out = run_scenario(
+        """
+        def timed(i):
+            started = time.monotonic()
+            time.sleep(0.3)
+            return (i, started, os.getpid())
+
+        results = forkread.run_split([partial(timed, i) for i in range(6)], [BIG] * 6, [1, 1, 1, 1, 50, 60])
+        print(json.dumps({"results": results}))
+        """,
+        tmp_path,
+    )
+    started = {i: at for i, at, _ in out["results"]}
+    first_wave = sorted(started, key=started.get)[:2]
+    assert sorted(first_wave) == [4, 5]
+    assert len({pid for i, _, pid in out["results"] if i in (4, 5)}) == 2  # one in each process
+
+
 def test_small_reads_threaded_processes_and_one_cpu_stay_in_one_process(tmp_path):
     out = run_scenario(
         """

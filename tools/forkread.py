@@ -46,14 +46,15 @@ class SplitStats:
 stats = SplitStats()
 
 
-def run_split(tasks: Sequence[Callable[[], Any]], weights: Sequence[int]) -> list[Any]:
+def run_split(tasks: Sequence[Callable[[], Any]], weights: Sequence[int], costs: Sequence[float] | None = None) -> list[Any]:
     """Run every task and return their results in order: on two processes when the weights
     (new bytes to read) add up to SPLIT_FROM or more, the platform can fork, this process has one
     thread and may run on two CPUs or more; else here, one after the other.
 
-    The two processes take tasks from one queue, heaviest first, each taking the next as soon as
-    it is free: how long a read takes depends on how many of its lines matter, which no size
-    tells (a GB of vLLM request lines is read faster than 20 MB of orchestrator warnings)."""
+    The two processes take tasks from one queue, each taking the next as soon as it is free, the
+    longest first by `costs` (the caller's estimate of each task's time; by default its weight).
+    Longest first matters: a GB of vLLM request lines is read faster than 20 MB of orchestrator
+    warnings, and a long task taken last leaves the other process idle."""
     if (
         len(tasks) < 2
         or len(tasks) > _MAX_TASKS
@@ -64,7 +65,8 @@ def run_split(tasks: Sequence[Callable[[], Any]], weights: Sequence[int]) -> lis
     ):
         return [task() for task in tasks]
     queue_read, queue_write = os.pipe()
-    order = sorted(range(len(tasks)), key=lambda i: -weights[i])
+    estimate = weights if costs is None else costs
+    order = sorted(range(len(tasks)), key=lambda i: -estimate[i])
     os.write(queue_write, b"".join(i.to_bytes(_TOKEN, "little") for i in order))  # fits the pipe
     os.close(queue_write)  # an empty queue reads as EOF
     results_read, results_write = os.pipe()

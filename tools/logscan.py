@@ -9,6 +9,7 @@ Only complete lines are consumed: a half-written last line is left for the next 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -30,6 +31,14 @@ MAX_CONTINUATION_LINES = 40
 # A record head starts with ESC (colour), a digit (time), a rank prefix `[`, JSON `{`, a vLLM `(pid)` or
 # level word; traceback and subline continuations start otherwise and skip the head parser.
 _HEAD_FIRST_BYTES = frozenset(b"\x1b0123456789[{(TDISWEC")
+# A loguru head as it is written, colours and all: `HH:mm:ss`, at least one space, a level and a
+# space, with SGR sequences anywhere between. Once `clean` removes the SGRs (the only controls it
+# can meet there) that is `_LOGURU`'s start, so a raw line that matches is a head without being
+# decoded and parsed. Most lines after a record are the INFO chatter that ends it.
+_SGRS = rb"(?:\x1b\[[0-9;]*m)*"
+_LOGURU_HEAD = re.compile(
+    rb"%s\d\d:\d\d:\d\d%s(?: %s)+(?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)%s " % (_SGRS, _SGRS, _SGRS, _SGRS)
+)
 MAX_DETAIL = 4000
 
 
@@ -172,7 +181,9 @@ def _junk_lines(buf: bytes | bytearray, n: int) -> int:
 
 def _attach_continuation(buf: bytes | bytearray, n: int, pos: int, line: ScannedLine) -> tuple[int, tuple[int, str, Head] | None]:
     """Attach the lines after a record head that have no head of their own; return where they end
-    and, when a head ends them, that head line parsed (its offset, text and head).
+    and, when a head other than loguru's ends them, that head line parsed (its offset, text and
+    head). A loguru head is known from its bytes and left to the scan, which parses it only if it
+    is a line that matters.
 
     Once the detail is full the rest is left to the scan: a long traceback's last lines (the
     exception, torchrun's `ChildFailedError:`) are then classified on their own.
@@ -181,6 +192,8 @@ def _attach_continuation(buf: bytes | bytearray, n: int, pos: int, line: Scanned
     while pos < n and len(line.detail) < MAX_CONTINUATION_LINES and size < MAX_DETAIL:
         stop = buf.find(b"\n", pos, n)
         raw = buf[pos : min(stop, pos + MAX_LINE)]
+        if raw and raw[0] in _HEAD_FIRST_BYTES and _LOGURU_HEAD.match(raw):
+            return pos, None  # a head: parsed by the scan if it is a line that matters
         text = clean(raw)
         if raw and raw[0] in _HEAD_FIRST_BYTES and (head := parse_head(text)) is not None:
             return pos, (pos, text, head)

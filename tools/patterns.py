@@ -23,25 +23,35 @@ class EventPattern:
     regex: re.Pattern[str]
     any_level: bool = False
     """Match on any line, not only WARNING/ERROR ones (INFO lines such as `finished`, launcher lines)."""
+    needles: tuple[str, ...] = ()
+    """Texts of which every match contains one: where none is in a line, its regex is not run (a
+    substring test is C speed; a regex search tries every position). Empty: always run."""
 
 
-def _p(kind: str, pattern: str, *, any_level: bool = False) -> EventPattern:
-    return EventPattern(kind, re.compile(pattern), any_level)
+def _p(kind: str, pattern: str, *, any_level: bool = False, needles: tuple[str, ...] = ()) -> EventPattern:
+    return EventPattern(kind, re.compile(pattern), any_level, needles)
 
 
 EVENT_PATTERNS: tuple[EventPattern, ...] = (
-    _p("cuda_oom", r"CUDA out of memory|torch\.OutOfMemoryError|OutOfMemoryError: CUDA", any_level=True),
+    _p(
+        "cuda_oom",
+        r"CUDA out of memory|torch\.OutOfMemoryError|OutOfMemoryError: CUDA",
+        any_level=True,
+        needles=("CUDA out of memory", "OutOfMemoryError"),
+    ),
     _p(
         "host_oom",
         r"failed with exit code -9\b|exit code -9\b|Out of memory: Killed process|"
         r"ray\.exceptions\.OutOfMemoryError|OutOfMemoryError: Task was killed",
         any_level=True,
+        needles=("exit code -9", "Out of memory: Killed process", "OutOfMemoryError"),
     ),
     _p(
         "nccl",
         r"NCCL error|ncclInternalError|ncclSystemError|ncclUnhandledCudaError|"
         r"Watchdog caught collective operation timeout",
         any_level=True,
+        needles=("NCCL error", "nccl", "Watchdog caught collective operation timeout"),
     ),
     _p(
         "crash",
@@ -49,9 +59,19 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
         r"Error: .+ failed with exit code (-?\d+)|^(?:Orchestrator|Trainer) failed with exit code (-?\d+)|"
         r"tearing down \(exit code (-?\d+)\)",
         any_level=True,
+        needles=("Fatal error in ", "ChildFailedError:", " failed with exit code ", "tearing down (exit code "),
     ),
-    _p("inference_abort", r"Inference server is not ready after .*Aborting", any_level=True),
-    _p("inference_unreachable", r"Inference server was not reached after (\d+) seconds"),
+    _p(
+        "inference_abort",
+        r"Inference server is not ready after .*Aborting",
+        any_level=True,
+        needles=("Inference server is not ready after ",),
+    ),
+    _p(
+        "inference_unreachable",
+        r"Inference server was not reached after (\d+) seconds",
+        needles=("Inference server was not reached after ",),
+    ),
     _p(
         "empty_batch",
         # numbers: (finalized, consecutive, limit); L's `Attempt i/N at step s filtered out all n
@@ -60,34 +80,66 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
         r"No admitted train payload after (\d+) finalized units "
         r"\(consecutive zero-output batch equivalents: (\d+)/(\d+)\)|"
         r"Attempt (?=\d+/\d+ at step \d+ filtered out all (\d+) rollouts)(\d+)/(\d+) at step",
+        needles=("empty train batch after ", "No admitted train payload after ", " filtered out all "),
     ),
-    _p("few_trainable", r"Only (\d+)/(\d+) (?:effective traces|rollouts in the batch) are trainable"),
+    _p(
+        "few_trainable",
+        r"Only (\d+)/(\d+) (?:effective traces|rollouts in the batch) are trainable",
+        needles=(" are trainable",),
+    ),
     _p(
         "off_policy_drop",
         r"Cancelled (\d+) train episodes past max_off_policy_steps|Dropped (\d+) queued traces past max_off_policy_steps|"
         r"Cancelled (\d+) old rollout requests",
+        needles=(" past max_off_policy_steps", " old rollout requests"),
     ),
-    _p("nonfinite_dropped", r"Dropping (\d+) non-finite value\(s\) from metrics\.jsonl"),
+    _p(
+        "nonfinite_dropped",
+        r"Dropping (\d+) non-finite value\(s\) from metrics\.jsonl",
+        needles=(" non-finite value(s) from metrics.jsonl",),
+    ),
     _p(
         "env_error",
         r"Trace failed in group|Episode task failed in group|Empty trajectory in group|"
         r"request failed: |Rollout error in group|Rollout failed: |Dropping group .* failed dispatch rounds",
+        needles=(" in group", "request failed: ", "Rollout failed: ", " failed dispatch rounds"),
     ),
     _p(
         "ckpt_error",
         # generic: prime-rl has no save-error template of its own (a save that raises is a
         # `Fatal error in train`); L's multi-run trainer logs `Error checkpointing run {idx}: {e}`.
         # `Failed to remove {path}: ..., skipping cleanup` is disk hygiene, not a failed save.
+        # No needles: its words match in any case.
         r"^(?!Failed to remove )(?:(?i:.*?(?:fail(?:ed|ure)?|error|could not|unable to)\b.{0,60}\bcheckpoint)|"
         r"(?i:.*?checkpoint\b.{0,60}\b(?:fail(?:ed|ure)?|error)))",
     ),
-    _p("broadcast_timeout", r"Trainer did not broadcast v(\d+) within"),
-    _p("finished", r"Training finished!|RL training finished!|RL trainer finished!|Orchestrator finished\.", any_level=True),
-    _p("resumed", r"Resuming (?:training|orchestrator) from checkpoint step (\d+)", any_level=True),
-    _p("signal", r"Received SIGTERM|Received interrupt signal|Terminating all processes", any_level=True),
+    _p("broadcast_timeout", r"Trainer did not broadcast v(\d+) within", needles=("Trainer did not broadcast v",)),
+    _p(
+        "finished",
+        r"Training finished!|RL training finished!|RL trainer finished!|Orchestrator finished\.",
+        any_level=True,
+        needles=(" finished",),
+    ),
+    _p(
+        "resumed",
+        r"Resuming (?:training|orchestrator) from checkpoint step (\d+)",
+        any_level=True,
+        needles=(" from checkpoint step ",),
+    ),
+    _p(
+        "signal",
+        r"Received SIGTERM|Received interrupt signal|Terminating all processes",
+        any_level=True,
+        needles=("Received SIGTERM", "Received interrupt signal", "Terminating all processes"),
+    ),
     # Normal things that look alarming (findings.md): classified so rules can tell them apart.
-    _p("paused_normal", r"Orchestrator paused: waiting for trainer", any_level=True),
-    _p("no_nvlink", r"No NVLink detected"),
+    _p(
+        "paused_normal",
+        r"Orchestrator paused: waiting for trainer",
+        any_level=True,
+        needles=("Orchestrator paused: waiting for trainer",),
+    ),
+    _p("no_nvlink", r"No NVLink detected", needles=("No NVLink detected",)),
 )
 
 
@@ -102,6 +154,8 @@ def _classify(message: str, warn_or_error: bool) -> tuple[str | None, tuple[floa
     """classify, remembered: a long log repeats the same warning thousands of times."""
     for pattern in EVENT_PATTERNS:
         if not (pattern.any_level or warn_or_error):
+            continue
+        if pattern.needles and not any(map(message.__contains__, pattern.needles)):
             continue
         match = pattern.regex.search(message)
         if match:
