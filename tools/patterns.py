@@ -155,8 +155,12 @@ def _classify(message: str, warn_or_error: bool) -> tuple[str | None, tuple[floa
     for pattern in EVENT_PATTERNS:
         if not (pattern.any_level or warn_or_error):
             continue
-        if pattern.needles and not any(map(message.__contains__, pattern.needles)):
-            continue
+        if pattern.needles:  # a loop, not any(): a generator would cost more than the searches it saves
+            for needle in pattern.needles:
+                if needle in message:
+                    break
+            else:
+                continue  # none of its needles is there: it cannot match
         match = pattern.regex.search(message)
         if match:
             return pattern.kind, tuple(float(g) for g in match.groups() if g is not None)
