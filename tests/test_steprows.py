@@ -46,6 +46,27 @@ def test_step_table_keeps_the_newest_steps_and_every_series_first_values() -> No
         assert _newest_and_early(bounded, 20, 3) == _newest_and_early(whole, 20, 3)
 
 
+def test_series_that_start_or_turn_finite_long_after_the_others_keep_their_first_values() -> None:
+    """Most rows of a long read are dropped without a look at their values once every series in
+    them has its early values; a series new to the run, or still without finite values, must
+    still be looked at."""
+    for seed in range(5):
+        rng = random.Random(seed)
+        whole: dict[int, dict[str, float]] = {}
+        bounded = StepTable(keep=20, early=3)
+        for step in range(1, 2001):
+            values = {"loss": rng.random()}
+            if step > 1200:
+                values["late"] = rng.random()  # begins after hundreds of rows were dropped
+            values["nan_first"] = math.nan if step < 900 or rng.random() < 0.5 else rng.random()
+            if step % 250 == 0:
+                values["rare"] = rng.random()
+            whole.setdefault(step, {}).update(values)
+            bounded.setdefault(step, {}).update(values)
+        assert len(bounded) < 80
+        assert _newest_and_early(bounded, 20, 3) == _newest_and_early(whole, 20, 3)
+
+
 def test_step_lines_merge_a_step_and_keep_the_newest_time() -> None:
     lines = StepLines(keep=10, early=2)
     start = datetime(2026, 1, 1, tzinfo=UTC)

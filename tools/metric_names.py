@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+from rlagent.tools.bounds import NUMBER
+
 # Step-line segment label -> canonical name, per process (both layouts' spellings).
 TRAINER_LINE_KEYS: dict[str, str] = {
     "Loss": "loss",
@@ -105,7 +107,7 @@ def canonical_values(row: dict, plan: tuple[tuple[str, str], ...]) -> dict[str, 
     out: dict[str, float] = {}
     for key, name in plan:
         value = row[key]
-        if isinstance(value, int | float) and not isinstance(value, bool):
+        if isinstance(value, NUMBER) and value.__class__ is not bool:
             out[name] = float(value)
     return out
 

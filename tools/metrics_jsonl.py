@@ -14,7 +14,7 @@ from pathlib import Path
 import orjson
 
 from rlagent.models.observation import EvalPoint, FileCursor
-from rlagent.tools.bounds import plausible_step, plausible_time
+from rlagent.tools.bounds import NUMBER, plausible_step, plausible_time
 from rlagent.tools.metric_names import canonical_plan, canonical_values, eval_scores, is_orchestrator_row
 from rlagent.tools.steprows import StepTable
 from rlagent.tools.tail import iter_complete_lines, plan_read
@@ -86,12 +86,12 @@ def _take_row(raw: bytes, line_no: int, out: MetricsRead, bad: int, first_bad: i
     try:
         row = orjson.loads(raw)
         step = row["step"]
-        if not isinstance(step, int | float) or isinstance(step, bool) or not math.isfinite(step):
+        if not isinstance(step, NUMBER) or step.__class__ is bool or not math.isfinite(step):
             raise ValueError("step")
     except (orjson.JSONDecodeError, ValueError, KeyError, TypeError):
         return bad + 1, first_bad or line_no
     stamp = row.get("time")
-    numeric_time = isinstance(stamp, int | float) and not isinstance(stamp, bool)
+    numeric_time = isinstance(stamp, NUMBER) and stamp.__class__ is not bool
     if not plausible_step(step) or (numeric_time and not (plausible_time(stamp) and stamp <= out.latest)):
         out.out_of_range += 1
         return bad, first_bad

@@ -39,6 +39,7 @@ class StepTable(dict[int, dict[str, float]]):
         self.pinned: set[int] = set()
         self._seen: dict[str, int] = {}  # series -> values in the steps judged so far
         self._finite: dict[str, int] = {}
+        self._done: set[str] = set()  # series with `early` values and `early` finite ones judged: none pins a step
 
     def setdefault(self, step: int, default: dict[str, float]) -> dict[str, float]:  # type: ignore[override]
         if step not in self and len(self) - len(self.pinned) >= 2 * self.keep:
@@ -47,10 +48,14 @@ class StepTable(dict[int, dict[str, float]]):
 
     def _drop_old(self) -> None:
         old = sorted(s for s in self if s not in self.pinned)[: -self.keep]
-        seen, finite, early = self._seen, self._finite, self.early
+        seen, finite, early, done = self._seen, self._finite, self.early, self._done
         for step in old:
+            row = self[step]
+            if row.keys() <= done:  # a long read's usual row: nothing in it can be an early value any more
+                del self[step]
+                continue
             needed = False
-            for name, value in self[step].items():
+            for name, value in row.items():
                 n = seen.get(name, 0)
                 seen[name] = n + 1
                 needed = needed or n < early
@@ -58,6 +63,8 @@ class StepTable(dict[int, dict[str, float]]):
                     n = finite.get(name, 0)
                     finite[name] = n + 1
                     needed = needed or n < early
+                if seen[name] >= early and finite.get(name, 0) >= early:
+                    done.add(name)
             if needed:
                 self.pinned.add(step)
             else:
