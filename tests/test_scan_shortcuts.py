@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from rlagent.tools import logscan, patterns
@@ -83,13 +83,32 @@ def test_classify_with_needles_says_what_the_regexes_say(message, warn):
 RAW_FRAGMENTS = [
     b"\x1b[2m", b"\x1b[0m", b"\x1b[32m\x1b[1m", b"\x1b[1;31m", b"\x1b[22m", b"\x1b]0;title\x07", b"\x1b[2J", b"\x07",
     b"\r", b"\t", b"\x00", b"\xff", b"14:03:01", b"1", b":", b" ", b"   ", b"INFO", b"SUCCESS", b"WARNING", b"ERROR",
-    b"CRITICAL", b"TRACE", b"DEBUG", b"WARN", b"[trainer0]:", b"{", b"x", "\u00e9".encode(), b"14:03:01 INFO ",
+    b"CRITICAL", b"TRACE", b"DEBUG", b"WARN", b"[trainer0]:", b"[rank1]", b"[", b"]", b"{", b"x", "\u00e9".encode(),
+    b"14:03:01 INFO ",
 ]  # fmt: skip
-RAW_LINES = st.lists(st.sampled_from(RAW_FRAGMENTS), max_size=12).map(b"".join)
 
 
-@settings(max_examples=600, deadline=None)
+def _part(*fragments: bytes, size: int = 3):
+    return st.lists(st.sampled_from(fragments), max_size=size).map(b"".join)
+
+
+# Lines shaped like a head, each part right or nearly: prefixes, time, separator, level, what follows.
+NEAR_HEAD = st.tuples(
+    _part(b"\x1b[2m", b"\x1b[0m", b"[trainer0]:", b"[rank1]", b"[rank1]:", b"[:", b"]:", b"\x1b[2J", b"\x07"),
+    st.sampled_from([b"14:03:01", b"14:03", b"1:03:01", b"14:03:01.5", b"\xd9\xa314:03:01"]),
+    _part(b" ", b"\x1b[0m", b"\t", b"\r", b"x"),
+    st.sampled_from([b"INFO", b"SUCCESS", b"WARN", b"info", b"ERRORS", b""]),
+    _part(b" ", b"\x1b[0m", b"x", b"\r", size=2),
+).map(b"".join)
+RAW_LINES = st.lists(st.sampled_from(RAW_FRAGMENTS), max_size=12).map(b"".join) | NEAR_HEAD
+
+
+@settings(max_examples=2000, deadline=None)
 @given(RAW_LINES)
+@example(b"[rank1]14:03:01 INFO x")  # a prefix without its colon stays: no head
+@example(b"14:03:01INFO x")
+@example(b"14:03:01 INFOx")
+@example(b"14:03 INFO x")
 def test_a_line_known_as_a_loguru_head_by_its_bytes_is_one(raw):
     if logscan._LOGURU_HEAD.match(raw):
         assert parse_head(clean(raw)) is not None
@@ -100,6 +119,7 @@ def test_the_usual_loguru_heads_are_known_by_their_bytes():
         b"\x1b[2m14:02:01\x1b[0m \x1b[1m   INFO\x1b[0m \x1b[1m\x1b[22mTrain batch 16/1024\x1b[0m\x1b[0m",
         b"\x1b[2m14:03:33\x1b[0m \x1b[33m\x1b[1mWARNING\x1b[0m \x1b[33m\x1b[1m\x1b[22mTrace failed in group 1\x1b[0m",
         b"14:03:01 SUCCESS Step 1 | Reward 0.2",
+        b"[trainer0]:\x1b[2m14:04:03\x1b[0m \x1b[32m\x1b[1mSUCCESS\x1b[0m \x1b[32m\x1b[1m\x1b[22mStep 1 |  1m 31s | Loss 0.0024",
     ):
         assert logscan._LOGURU_HEAD.match(raw) and parse_head(clean(raw)) is not None
 

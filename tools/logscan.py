@@ -31,13 +31,15 @@ MAX_CONTINUATION_LINES = 40
 # A record head starts with ESC (colour), a digit (time), a rank prefix `[`, JSON `{`, a vLLM `(pid)` or
 # level word; traceback and subline continuations start otherwise and skip the head parser.
 _HEAD_FIRST_BYTES = frozenset(b"\x1b0123456789[{(TDISWEC")
-# A loguru head as it is written, colours and all: `HH:mm:ss`, at least one space, a level and a
-# space, with SGR sequences anywhere between. Once `clean` removes the SGRs (the only controls it
-# can meet there) that is `_LOGURU`'s start, so a raw line that matches is a head without being
-# decoded and parsed. Most lines after a record are the INFO chatter that ends it.
-_SGRS = rb"(?:\x1b\[[0-9;]*m)*"
+# A loguru head as it is written, colours and all: torchrun's rank prefixes (`[trainer0]:`), then
+# `HH:mm:ss`, at least one space, a level and a space, with SGR sequences anywhere between. Once
+# `clean` removes the SGRs (the only controls it can meet there) and the prefixes, that is
+# `_LOGURU`'s start, so a raw line that matches is a head without being decoded and parsed. Most
+# lines after a record are the INFO chatter or the next step line that ends it.
+_SGR = rb"\x1b\[[0-9;]*m"
 _LOGURU_HEAD = re.compile(
-    rb"%s\d\d:\d\d:\d\d%s(?: %s)+(?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)%s " % (_SGRS, _SGRS, _SGRS, _SGRS)
+    rb"(?:%s|\[[A-Za-z_]*\d*\]:)*\d\d:\d\d:\d\d(?:%s)*(?: (?:%s)*)+(?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)(?:%s)* "
+    % (_SGR, _SGR, _SGR, _SGR)
 )
 MAX_DETAIL = 4000
 
