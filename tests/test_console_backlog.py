@@ -115,15 +115,29 @@ def _trl_log(rows: int) -> list[str]:
     return [f"{{'loss': {0.001 * i:.4f}, 'grad_norm': 0.2841, 'learning_rate': 1e-06, 'epoch': 0.01}}" for i in range(rows)]
 
 
-def test_a_trl_backlog_is_read_oldest_first_and_says_it_is_behind(tmp_path, small_reads):
+def test_a_trl_backlog_longer_than_max_read_is_read_whole_in_one_check_in(tmp_path, small_reads):
+    """TRL numbers its rows by counting them, so no row can be skipped: a backlog is read oldest first,
+    all of it when that takes less than READ_BUDGET_S (a block at a time: its rows are held bounded)."""
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(_trl_log(1200)) + "\n")
+    assert path.stat().st_size > 2 * lineblocks.MAX_READ
+    read = _read(path, None, TrlAdapter())
+    assert read.cursor.offset == path.stat().st_size and read.cursor.lines == 1200
+    assert not [n for n in read.notes if "behind the run" in n]
+    assert sorted({r.step for r in read.rows if r.process == "trainer"})[-3:] == [1198, 1199, 1200]
+
+
+def test_a_trl_backlog_read_past_its_budget_goes_on_at_the_next_check_ins_saying_it_is_behind(tmp_path, small_reads, monkeypatch):
     lines = _trl_log(1200)
     path = tmp_path / "train.log"
     path.write_text("\n".join(lines) + "\n")
     adapter = TrlAdapter()
     whole = _whole(path, adapter)
+    monkeypatch.setattr(lineblocks, "READ_BUDGET_S", 0.0)  # spent once the first block is read
     cursor, steps, reads = None, [], 0
     while cursor is None or cursor.offset < path.stat().st_size:
         read = _read(path, cursor, adapter)
+        assert read.bytes_read <= lineblocks.CHUNK + 200  # one block, ending at a line's end
         cursor, reads = read.cursor, reads + 1
         steps += [r.step for r in read.rows if r.process == "trainer"]
         behind = [n for n in read.notes if "behind the run" in n]

@@ -74,14 +74,15 @@ def test_event_file_is_read_record_by_record_as_it_grows(tmp_path):
     assert third.rows == [] and third.bytes_read == 0
 
 
-def test_an_event_file_longer_than_one_read_is_caught_up_oldest_first_saying_it_is_behind(tmp_path, monkeypatch):
-    from rlagent.tools.adapters import trackers
+def test_an_event_file_read_past_its_budget_is_caught_up_oldest_first_saying_it_is_behind(tmp_path, monkeypatch):
+    from rlagent.tools.adapters import lineblocks, trackers
 
     run_dir = _copy_of(write_events(tmp_path / "src", range(1, 401)), tmp_path / "run")
     size = next(run_dir.glob("tb/*tfevents*")).stat().st_size
-    whole = read_trackers(run_dir, "verl", {})
-    assert not whole[0].notes
-    monkeypatch.setattr(trackers, "MAX_READ", size // 3)
+    monkeypatch.setattr(trackers, "CHUNK", size // 3)
+    whole = read_trackers(run_dir, "verl", {})  # in chunks, within its budget
+    assert not whole[0].notes and whole[0].cursor.offset == size
+    monkeypatch.setattr(lineblocks, "READ_BUDGET_S", 0.0)  # spent once the first chunk is read
     cursors: dict = {}
     reads = []
     while not reads or reads[-1].cursor.offset < size:
@@ -240,3 +241,35 @@ def test_a_long_wandb_run_is_decoded_a_batch_at_a_time_its_steps_held_bounded(tm
     assert newest == list(range(3001 - KEEP_STEPS, 3001)) and early == list(range(1, EARLY_VALUES + 1))
     assert all(steps[s]["reward"] == pytest.approx(s / 10) for s in newest + early)
     assert read.notes == [f"{read.rel}: 2 record(s) could not be decoded"]
+
+
+def test_a_wandb_run_longer_than_one_piece_is_read_whole_or_caught_up_each_record_once(tmp_path, monkeypatch):
+    """A `.wandb` file is split into records MAX_READ at a time, each piece from the end of the last
+    whole record: all of it in one check-in within the budget, else over several, saying it is behind."""
+    from rlagent.tools.adapters import lineblocks, trackers
+
+    payloads = [
+        history_record(10 + s, {"_step": str(s), "train/global_step": str(s), "train/reward": str(s / 10)}, s)
+        for s in range(1, 601)
+    ]
+    live = tmp_path / "run" / "wandb" / "offline-run-20261123_120000-abc" / "run-abc.wandb"
+    live.parent.mkdir(parents=True)
+    live.write_bytes(frame(payloads))
+    size = live.stat().st_size
+    monkeypatch.setattr(trackers, "MAX_READ", size // 5 + 7)  # pieces end inside records
+    [read] = read_trackers(tmp_path / "run", "trl", {})
+    assert read.cursor.offset == size and not read.notes
+    assert sorted(rows_by_step([read])) == list(range(1, 601))
+
+    monkeypatch.setattr(lineblocks, "READ_BUDGET_S", 0.0)
+    cursors: dict = {}
+    reads = []
+    while not reads or reads[-1].cursor.offset < size:
+        [read] = read_trackers(tmp_path / "run", "trl", cursors)
+        cursors[read.rel] = read.cursor
+        reads.append(read)
+        behind = [n for n in read.notes if "behind the run" in n]
+        assert len(behind) == (read.cursor.offset < size), read.notes
+    assert len(reads) >= 5
+    steps = [row.step for r in reads for row in r.rows if row.process == "orchestrator"]
+    assert sorted(steps) == sorted(set(steps)) == list(range(1, 601))  # each record once

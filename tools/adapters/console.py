@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+import time
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -545,12 +546,13 @@ def read_console(
 
 
 def backlog_blocks(handle: BinaryIO, start: int, end: int, steps_in_lines: bool) -> LineBlocks | HeadAndTail:
-    """The blocks of whole lines a check-in reads of [start, end): at most MAX_READ of them, a longer
-    backlog as its head and newest bytes when every row names its step, else oldest first."""
+    """The blocks of whole lines a check-in reads of [start, end): a backlog over MAX_READ as its head
+    and newest bytes when every row names its step, else oldest first for up to READ_BUDGET_S."""
     handle.seek(start)
     if steps_in_lines and end - start > lineblocks.MAX_READ:
         return HeadAndTail(handle, start, end)
-    return LineBlocks(handle, min(max(0, end - start), lineblocks.MAX_READ))
+    deadline = None if steps_in_lines else time.monotonic() + lineblocks.READ_BUDGET_S
+    return LineBlocks(handle, max(0, end - start), deadline)
 
 
 def backlog_notes(rel: str, blocks: LineBlocks | HeadAndTail, start: int, end: int, first_line: int) -> list[str]:
@@ -563,10 +565,11 @@ def backlog_notes(rel: str, blocks: LineBlocks | HeadAndTail, start: int, end: i
             f"(lines {first}-{first + blocks.skipped_lines - 1}): a backlog over {_size(lineblocks.MAX_READ)} is read as "
             f"its first {_size(blocks.head_length)} and its newest {_size(blocks.tail_length)}, so the history has a gap there"
         )
-    elif isinstance(blocks, LineBlocks) and end - start > lineblocks.MAX_READ:
+    elif isinstance(blocks, LineBlocks) and blocks.stopped:
         notes.append(
-            f"{rel}: {_size(blocks.taken)} of {_size(end - start)} new read, the rest at the next check-ins: "
-            "its rows carry no step numbers, so it is read oldest first and this check-in is behind the run"
+            f"{rel}: {_size(blocks.taken)} of {_size(end - start)} new read in {lineblocks.READ_BUDGET_S:.0f} s, the rest "
+            "at the next check-ins: its rows carry no step numbers, so it is read oldest first and this check-in is "
+            "behind the run"
         )
     if blocks.overlong:
         notes.append(f"{rel}: an over-long line was read only in part")

@@ -1,19 +1,27 @@
-"""Reading a console's new bytes as blocks of whole lines, bounded per check-in.
+"""Reading a console's new bytes as blocks of whole lines, CHUNK at a time, so a long read holds one
+block's lines, not all of them.
 
-A check-in reads at most MAX_READ of a file, CHUNK at a time, so a catch-up holds one block's lines,
-not all of them. A longer backlog is read oldest first (LineBlocks), or, where every row names its
-step, as its head and its newest bytes with the middle only counted (HeadAndTail).
+A backlog over MAX_READ is read, where every row names its step, as its head and its newest bytes
+with the middle only counted (HeadAndTail); otherwise (TRL numbers its rows by counting them) oldest
+first, all of it unless that takes more than READ_BUDGET_S (LineBlocks with a deadline): the rest
+waits for the next check-in.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import BinaryIO
 
 from rlagent.tools.needlesearch import count_newlines, expect_read
 
 MAX_READ = 64 << 20
-"""Bytes read from one file in one check-in (the rest waits for the next, or is skipped: HeadAndTail)."""
+"""A backlog longer than this in a console whose rows name their step is read as its head and its newest
+bytes (HeadAndTail); a line with no newline in this many bytes is taken in part."""
+READ_BUDGET_S = 20.0
+"""A backlog read oldest first stops at the first block boundary past this many seconds (at least one
+block is read): a week of a TRL console is read in one check-in of a few seconds a GB... until a
+backlog of many GB, whose reading goes on at the next check-ins."""
 CHUNK = 4 << 20
 """Bytes read and analysed at a time: a 64 MB catch-up read holds one block's lines, not all of them."""
 HEAD_READ = CHUNK
@@ -26,24 +34,28 @@ COUNT_BLOCK = 8 << 20
 
 class LineBlocks:
     """Up to `length` bytes of an open file from where it stands, read CHUNK bytes at a time and handed
-    on as blocks of whole lines (a line longer than CHUNK comes whole, in a block of its own).
+    on as blocks of whole lines (a line longer than CHUNK comes whole, in a block of its own). With a
+    `deadline` (time.monotonic()), no block is read after it once one was handed on (`stopped`).
 
     The bytes after the last newline are left for the next read (a half-written line waits), unless
-    a full MAX_READ holds no newline at all: that line is taken in part (`overlong`), or it would
-    stall the reader forever."""
+    MAX_READ holds no newline at all: that line is taken in part (`overlong`), or it would stall the
+    reader forever."""
 
-    def __init__(self, handle: BinaryIO, length: int) -> None:
-        self.handle, self.length, self.size = handle, length, CHUNK
+    def __init__(self, handle: BinaryIO, length: int, deadline: float | None = None) -> None:
+        self.handle, self.length, self.size, self.deadline = handle, length, CHUNK, deadline
         self.taken = 0
         """Bytes handed on (the new cursor is this far on)."""
         self.newlines = 0
         self._before = 0
-        self.overlong = self.nul = False
+        self.overlong = self.nul = self.stopped = False
 
     def __iter__(self) -> Iterator[bytes]:
         carry = b""
         left = self.length
-        while left > 0:
+        while left > 0 and len(carry) < MAX_READ:
+            if self.taken and self.deadline is not None and time.monotonic() >= self.deadline:
+                self.stopped = True
+                break
             block = self.handle.read(min(self.size, left))
             if not block:
                 break
@@ -56,7 +68,7 @@ class LineBlocks:
             yield self._taken(whole)
         if not self.taken and len(carry) >= MAX_READ:
             self.overlong = True
-            yield self._taken(carry)
+            yield self._taken(carry[:MAX_READ])
 
     def numbered(self, first_lineno: int) -> Iterator[tuple[int, bytes]]:
         """(number of its first line, block) for each block."""

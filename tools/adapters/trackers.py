@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import os
 import struct
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from rlagent.models.observation import FileCursor
+from rlagent.tools.adapters import lineblocks
 from rlagent.tools.adapters.base import FileRead
 from rlagent.tools.adapters.console import HeldRows, add_row
 from rlagent.tools.frameworks import wandb_csv, wandb_offline
@@ -25,7 +27,7 @@ from rlagent.tools.safefs import open_regular
 from rlagent.tools.tail import plan_read
 
 MAX_READ = 64 << 20
-"""Bytes of one tracker file read per check-in (the rest is read by the next ones)."""
+"""Bytes of a wandb run file read and split into records at a time."""
 CHUNK = 4 << 20
 """Bytes of an event file read at a time."""
 MAX_RECORD = 64 << 20
@@ -80,18 +82,22 @@ def _start(path: Path, rel: str, cursor: FileCursor | None) -> tuple[FileRead, i
     except OSError as exc:
         return FileRead(rel, cursor, notes=[f"{rel}: unreadable ({exc.strerror or exc})"])
     out = FileRead(rel, new_cursor, fresh=plan.fresh, notes=[plan.note] if plan.note else [])
-    return out, plan.start, min(plan.end, plan.start + MAX_READ)
+    return out, plan.start, plan.end
 
 
-def _note_if_behind(out: FileRead, rel: str, start: int, end: int) -> None:
-    """A backlog over MAX_READ is read oldest first (a record's bounds are known only from the one
-    before it): the check-in says it is behind the run."""
+def _deadline() -> float:
+    """When a tracker file's read stops, its records being found only in order from the one before:
+    the same budget as a console read oldest first (lineblocks.READ_BUDGET_S)."""
+    return time.monotonic() + lineblocks.READ_BUDGET_S
+
+
+def _note_behind(out: FileRead, rel: str, start: int, end: int) -> None:
+    """The read stopped at its deadline with bytes left: the check-in says it is behind the run."""
     assert out.cursor is not None
-    if end - start >= MAX_READ and end < out.cursor.size:
-        out.notes.append(
-            f"{rel}: {(end - start) >> 20} of {(out.cursor.size - start) >> 20} MB new read, the rest at the next "
-            "check-ins, oldest first: this check-in is behind the run"
-        )
+    out.notes.append(
+        f"{rel}: {(out.cursor.offset - start) >> 20} of {(end - start) >> 20} MB new read in "
+        f"{lineblocks.READ_BUDGET_S:.0f} s, the rest at the next check-ins, oldest first: this check-in is behind the run"
+    )
 
 
 def _bytes(path: Path, start: int, end: int) -> bytes:
@@ -119,10 +125,14 @@ def read_event_file(path: Path, rel: str, cursor: FileCursor | None, framework: 
     held = HeldRows(out)
     pos, bad = start, 0  # pos: the end of the last whole record
     data = b""
+    deadline, stopped = _deadline(), False
     try:
         with open_regular(path) as handle:  # swapped for a FIFO since planned: refused, never a hang
             handle.seek(start)
             while pos + len(data) < end:
+                if pos > start and time.monotonic() >= deadline:
+                    stopped = True
+                    break
                 chunk = handle.read(min(CHUNK, end - pos - len(data)))
                 if not chunk:
                     break
@@ -142,7 +152,8 @@ def read_event_file(path: Path, rel: str, cursor: FileCursor | None, framework: 
     assert out.cursor is not None
     out.cursor.offset = pos
     out.bytes_read = pos - start
-    _note_if_behind(out, rel, start, end)
+    if stopped:
+        _note_behind(out, rel, start, end)
     if bad:
         out.notes.append(f"{rel}: {bad} record(s) could not be decoded")
     held.finish()
@@ -203,27 +214,38 @@ def read_wandb_run(path: Path, rel: str, cursor: FileCursor | None, framework: s
     if isinstance(started, FileRead):
         return started
     out, start, end = started
-    try:
-        data = _bytes(path, start, end)
-    except OSError as exc:
-        return FileRead(rel, cursor, notes=[f"{rel}: unreadable ({exc.strerror or exc})"])
-    payloads, notes, done = wandb_offline.records_from(data, start)
-    del data
     result: ReadResult[MetricRow] = ReadResult()
     held = HeldRows(out)
-    for first in range(0, len(payloads), _BATCH):  # decoded a batch at a time: the rows held stay bounded
-        batch: ReadResult[MetricRow] = ReadResult()
-        wandb_offline.history_rows(payloads[first : first + _BATCH], _STEP_KEY.get(framework), batch)
-        part = FileRead(rel, None)
-        _rows_into(part, framework, batch.rows)
-        held.take(part)
-        result.notes += batch.notes
-        result.meta.update(batch.meta)
-    out.notes += [f"{rel}: {note}" for note in notes + _summed(result.notes) if "still being written" not in note]
+    notes: list[str] = []
+    done, deadline, stopped = start, _deadline(), False
+    while done < end:  # MAX_READ at a time, each piece from the end of the last whole record
+        if done > start and time.monotonic() >= deadline:
+            stopped = True
+            break
+        try:
+            data = _bytes(path, done, min(end, done + MAX_READ))
+        except OSError as exc:
+            return FileRead(rel, cursor, notes=[f"{rel}: unreadable ({exc.strerror or exc})"])
+        payloads, piece_notes, piece_done = wandb_offline.records_from(data, done)
+        del data
+        notes += piece_notes
+        for first in range(0, len(payloads), _BATCH):  # decoded a batch at a time: the rows held stay bounded
+            batch: ReadResult[MetricRow] = ReadResult()
+            wandb_offline.history_rows(payloads[first : first + _BATCH], _STEP_KEY.get(framework), batch)
+            part = FileRead(rel, None)
+            _rows_into(part, framework, batch.rows)
+            held.take(part)
+            result.notes += batch.notes
+            result.meta.update(batch.meta)
+        if piece_done == done:
+            break  # no whole record in the piece: the rest is still being written
+        done = piece_done
+    out.notes += [f"{rel}: {note}" for note in dict.fromkeys(notes + _summed(result.notes)) if "still being written" not in note]
     assert out.cursor is not None
     out.cursor.offset = done
     out.bytes_read = done - start
-    _note_if_behind(out, rel, start, end)
+    if stopped:
+        _note_behind(out, rel, start, end)
     held.finish()
     if "exit_code" in result.meta:
         out.notes.append(f"{rel}: the wandb run ended with exit code {result.meta['exit_code']}")
