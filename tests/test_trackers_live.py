@@ -273,3 +273,32 @@ def test_a_wandb_run_longer_than_one_piece_is_read_whole_or_caught_up_each_recor
     assert len(reads) >= 5
     steps = [row.step for r in reads for row in r.rows if row.process == "orchestrator"]
     assert sorted(steps) == sorted(set(steps)) == list(range(1, 601))  # each record once
+
+
+@pytest.mark.parametrize("kind", ["wandb", "tfevents"])
+def test_a_tracker_file_swapped_for_a_fifo_after_it_was_planned_is_a_note_not_a_hang(tmp_path, monkeypatch, kind):
+    """The read opens the file it planned without blocking (safefs.open_regular): a FIFO there now,
+    which an `open` would wait on forever for a writer, is refused."""
+    import os
+
+    from rlagent.tools.adapters import trackers
+
+    from faultkit import bounded
+
+    if kind == "wandb":
+        live = tmp_path / "run" / "wandb" / "offline-run-20261123_120000-abc" / "run-abc.wandb"
+        live.parent.mkdir(parents=True)
+        live.write_bytes(frame([history_record(11, {"_step": "1", "train/global_step": "1", "train/reward": "0.1"}, 1)]))
+    else:
+        live = next(_copy_of(write_events(tmp_path / "src", range(1, 11)), tmp_path / "run").glob("tb/*tfevents*"))
+    planned = trackers._deadline
+
+    def swap_then_plan() -> float:
+        live.unlink()
+        os.mkfifo(live)
+        return planned()
+
+    monkeypatch.setattr(trackers, "_deadline", swap_then_plan)
+    with bounded(10, "a tracker read"):
+        [read] = read_trackers(tmp_path / "run", "trl", {})
+    assert not read.rows and any("unreadable" in n and "FIFO" in n for n in read.notes), read.notes

@@ -100,12 +100,6 @@ def _note_behind(out: FileRead, rel: str, start: int, end: int) -> None:
     )
 
 
-def _bytes(path: Path, start: int, end: int) -> bytes:
-    with open(path, "rb") as handle:
-        handle.seek(start)
-        return handle.read(end - start)
-
-
 def _rows_into(out: FileRead, framework: str, rows: list[MetricRow]) -> None:
     for row in rows:
         if row.step is not None and row.values:
@@ -218,28 +212,30 @@ def read_wandb_run(path: Path, rel: str, cursor: FileCursor | None, framework: s
     held = HeldRows(out)
     notes: list[str] = []
     done, deadline, stopped = start, _deadline(), False
-    while done < end:  # MAX_READ at a time, each piece from the end of the last whole record
-        if done > start and time.monotonic() >= deadline:
-            stopped = True
-            break
-        try:
-            data = _bytes(path, done, min(end, done + MAX_READ))
-        except OSError as exc:
-            return FileRead(rel, cursor, notes=[f"{rel}: unreadable ({exc.strerror or exc})"])
-        payloads, piece_notes, piece_done = wandb_offline.records_from(data, done)
-        del data
-        notes += piece_notes
-        for first in range(0, len(payloads), _BATCH):  # decoded a batch at a time: the rows held stay bounded
-            batch: ReadResult[MetricRow] = ReadResult()
-            wandb_offline.history_rows(payloads[first : first + _BATCH], _STEP_KEY.get(framework), batch)
-            part = FileRead(rel, None)
-            _rows_into(part, framework, batch.rows)
-            held.take(part)
-            result.notes += batch.notes
-            result.meta.update(batch.meta)
-        if piece_done == done:
-            break  # no whole record in the piece: the rest is still being written
-        done = piece_done
+    try:
+        with open_regular(path) as handle:  # swapped for a FIFO since planned: refused, never a hang
+            while done < end:  # MAX_READ at a time, each piece from the end of the last whole record
+                if done > start and time.monotonic() >= deadline:
+                    stopped = True
+                    break
+                handle.seek(done)
+                data = handle.read(min(end - done, MAX_READ))
+                payloads, piece_notes, piece_done = wandb_offline.records_from(data, done)
+                del data
+                notes += piece_notes
+                for first in range(0, len(payloads), _BATCH):  # a batch at a time: the rows held stay bounded
+                    batch: ReadResult[MetricRow] = ReadResult()
+                    wandb_offline.history_rows(payloads[first : first + _BATCH], _STEP_KEY.get(framework), batch)
+                    part = FileRead(rel, None)
+                    _rows_into(part, framework, batch.rows)
+                    held.take(part)
+                    result.notes += batch.notes
+                    result.meta.update(batch.meta)
+                if piece_done == done:
+                    break  # no whole record in the piece: the rest is still being written
+                done = piece_done
+    except OSError as exc:
+        return FileRead(rel, cursor, notes=[f"{rel}: unreadable ({exc.strerror or exc})"])
     out.notes += [f"{rel}: {note}" for note in dict.fromkeys(notes + _summed(result.notes)) if "still being written" not in note]
     assert out.cursor is not None
     out.cursor.offset = done
