@@ -84,17 +84,22 @@ class StepLines:
 
     def append(self, item: tuple[StepLine, datetime | None]) -> None:
         line, when = item
-        table = self._tables.get(line.process)
+        self.add(line.process, line.step, line.values, when)
+
+    def add(self, process: str, step: int, values: dict[str, float], when: datetime | None) -> None:
+        """append((StepLine(step, process, values), when)), without making the StepLine."""
+        table = self._tables.get(process)
         if table is None:
-            table = self._tables[line.process] = StepTable(self.keep, self.early)
-        table.setdefault(line.step, {}).update(line.values)
+            table = self._tables[process] = StepTable(self.keep, self.early)
+        table.setdefault(step, {}).update(values)
         if when is not None:
-            key = (line.process, line.step)
+            key = (process, step)
             if key not in self._when or when > self._when[key]:
                 self._when[key] = when
-            if line.process not in self.newest or when > self.newest[line.process]:
-                self.newest[line.process] = when
-            if len(self._when) > 4 * self.keep + sum(len(t.pinned) for t in self._tables.values()):
+            if process not in self.newest or when > self.newest[process]:
+                self.newest[process] = when
+            held = len(self._when)
+            if held > 4 * self.keep and held > 4 * self.keep + sum(len(t.pinned) for t in self._tables.values()):
                 self._when = {k: w for k, w in self._when.items() if k[1] in self._tables[k[0]]}
 
     def retime(self, to_time: Callable[[Any], datetime]) -> None:

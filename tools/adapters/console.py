@@ -23,7 +23,7 @@ from rlagent.models.observation import EvalPoint, FileCursor, LogEvent, WarningG
 from rlagent.tools.adapters import lineblocks
 from rlagent.tools.adapters.base import FileRead, StepRow
 from rlagent.tools.adapters.lineblocks import HeadAndTail, LineBlocks
-from rlagent.tools.bounds import clamp_time, plausible_step, plausible_time
+from rlagent.tools.bounds import NUMBER, clamp_time, plausible_step, plausible_time
 from rlagent.tools.frameworks import signatures
 from rlagent.tools.frameworks.lines import LogLine, decode, iter_lines
 from rlagent.tools.frameworks.records import MetricRow
@@ -31,7 +31,6 @@ from rlagent.tools.frameworks.vocabulary import mapping
 from rlagent.tools.metric_names import canonical_split
 from rlagent.tools.patterns import message_template
 from rlagent.tools.safefs import open_regular
-from rlagent.tools.steplines import StepLine
 from rlagent.tools.steprows import StepLines
 from rlagent.tools.tail import plan_read
 from rlagent.tools.untrusted import strip_controls as sanitize_line
@@ -345,7 +344,7 @@ def _normalise(framework: str, raw: dict[str, float]) -> dict[str, float]:
     out: dict[str, float] = {}
     for name, key in _mapping(framework, tuple(raw)):
         value = raw[key]
-        if isinstance(value, bool | int | float):
+        if isinstance(value, NUMBER):
             out[name] = float(value)
         elif value is None:
             out[name] = math.nan
@@ -370,7 +369,7 @@ def _split(framework: str, raw: dict) -> tuple[dict[str, float], dict[str, float
         value = raw[key]
         if value is None:
             number = math.nan
-        elif isinstance(value, bool | int | float):
+        elif isinstance(value, NUMBER):
             number = float(value)
         else:
             continue
@@ -470,7 +469,7 @@ class HeldRows:
 def fold_rows(rows: StepLines, read: FileRead) -> None:
     """Move a read's rows into a bounded table (tools.steprows), as the collector keeps them."""
     for row in read.rows:
-        rows.append((StepLine(step=row.step, process=row.process, values=row.values), row.when))
+        rows.add(row.process, row.step, row.values, row.when)
     read.rows = []
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from rlagent.tools.bounds import NUMBER
 from rlagent.tools.safefs import open_regular
 
 T = TypeVar("T")
@@ -60,7 +61,7 @@ def as_float(value: Any) -> float | None:
     strings (transformers >= 5 prints `.4g` strings) parsed; anything else None."""
     if value is None:
         return float("nan")
-    if isinstance(value, bool | int | float):
+    if isinstance(value, NUMBER):
         try:
             return float(value)
         except OverflowError:  # an integer beyond any float: junk

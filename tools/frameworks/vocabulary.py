@@ -22,6 +22,8 @@ import math
 import re
 from collections.abc import Mapping
 
+from rlagent.tools.bounds import NUMBER
+
 FRAMEWORKS = ("verl", "trl", "openrlhf", "prime-rl")
 
 _VERL = (
@@ -254,7 +256,7 @@ def normalise(framework: str, raw: Mapping[str, float]) -> dict[str, float]:
     out: dict[str, float] = {}
     for name, key in mapping(framework, raw.keys()).items():
         value = raw[key]
-        if isinstance(value, bool | int | float):
+        if isinstance(value, NUMBER):
             out[name] = float(value)
         elif value is None:
             out[name] = math.nan

@@ -23,6 +23,7 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
+from rlagent.tools.bounds import NUMBER
 from rlagent.tools.frameworks.records import MetricRow, ReadResult, as_float, read_bytes
 
 HEADER = b":W&B" + struct.pack("<HB", 0xBEE1, 0)
@@ -142,7 +143,7 @@ def _item_value(fields: dict[int, list]) -> float | None:
             value = json.loads(fields[16][-1].decode("utf-8", "replace"))
         except ValueError:
             return None
-        return as_float(value) if isinstance(value, bool | int | float) else None
+        return as_float(value) if isinstance(value, NUMBER) else None
     if 6 in fields and len(fields[6][-1]) == 8:
         return struct.unpack("<d", fields[6][-1])[0]
     if 5 in fields:
