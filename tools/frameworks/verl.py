@@ -25,15 +25,17 @@ _STEP = re.compile(r"(?:^|[^\w/])step:(\d+) - (.*)$")
 _STEP_AT = re.compile(r"step:(\d+) - (.*)$")  # matched where step_match found `step:`
 _NP_WRAP = re.compile(r"^(?:np|numpy)\.\w+\((.*)\)$")
 _NUMPY_BOOL = {"np.True_": 1.0, "np.False_": 0.0, "True": 1.0, "False": 0.0}
+_NP_PREFIXES = ("np.", "numpy.")
 _VALIDATION_PREFIXES = ("val-core/", "val-aux/", "val/")  # `val/` is older verl
 
 
 def parse_value(text: str) -> float | None:
     """One printed value: `0.43`, `np.float64(0.43)`, `np.int64(3)`, `nan`, `inf`, `True`; else None."""
-    try:  # most values are plain numbers (a step line holds ~70): float() first, as it would end anyway
-        return float(text)
-    except ValueError:
-        pass
+    if not text.startswith(_NP_PREFIXES):  # float() of those raises, and a raise costs more than the test
+        try:  # most values are plain numbers (a step line holds ~70): float() first, as it would end anyway
+            return float(text)
+        except ValueError:
+            pass
     text = text.strip()
     while True:
         match = _NP_WRAP.match(text)
