@@ -73,6 +73,19 @@ def test_h_trainer_step_line_with_nan_and_inf():
     assert line.values["mfu"] == 0.121 and line.values["step_time"] == 38.9 and line.values["lr"] == 3e-06
 
 
+def test_repeated_step_lines_parse_to_rows_of_their_own():
+    """Segments are parsed once and remembered (a long run repeats most of them): each line still gets
+    rows of its own, and a later line's values are its own."""
+    first, again = parse_step_line(H_TRAINER), parse_step_line(H_TRAINER)
+    assert first is not None and again is not None and first.values == again.values
+    first.values["loss"] = -1.0
+    first.nonfinite.append("loss")
+    assert again.values["loss"] == 0.0012 and again.nonfinite == []
+    changed = parse_step_line(H_TRAINER.replace("Loss 0.0012", "Loss 0.5").replace("Step 3", "Step 4"))
+    assert changed is not None and changed.step == 4 and changed.values["loss"] == 0.5
+    assert {k: v for k, v in changed.values.items() if k != "loss"} == {k: v for k, v in again.values.items() if k != "loss"}
+
+
 def test_l_step_lines():
     trainer = parse_step_line("Step 7 | Time: 12.34s | Loss: 0.0012 | Entropy: 0.4410 | Grad. Norm: 0.2143 | LR: 3.00e-06")
     assert trainer is not None and trainer.process == "trainer"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from rlagent.tools.bounds import STEP_DIGITS
 from rlagent.tools.metric_names import (
@@ -71,12 +72,9 @@ def parse_step_line(message: str, process_hint: str | None = None) -> StepLine |
             duration = parse_duration(segment)
             if duration is not None:
                 continue
-        sm = _SEGMENT.match(segment)
-        if not sm:
-            continue
-        value = _segment_value(sm)
-        if value is not None:
-            labels[sm.group("k").strip()] = value
+        labelled = _labelled(segment)
+        if labelled is not None:
+            labels[labelled[0]] = labelled[1]
     is_trainer = bool(TRAINER_ONLY_LABELS & labels.keys())
     process = "trainer" if is_trainer else "orchestrator"
     if not is_trainer and "Reward" not in labels and process_hint:
@@ -93,6 +91,17 @@ def parse_step_line(message: str, process_hint: str | None = None) -> StepLine |
         if not math.isfinite(value):
             line.nonfinite.append(name)
     return line
+
+
+@lru_cache(maxsize=4096)
+def _labelled(segment: str) -> tuple[str, float] | None:
+    """(label, value) of a `Label value[unit]` segment, or None: remembered, as most segments of a
+    long run repeat (`LR 3.00e-06`, `MFU 5.1%`, `Peak Mem. 23.2 GiB`, `Error 0.0%`)."""
+    sm = _SEGMENT.match(segment)
+    if not sm:
+        return None
+    value = _segment_value(sm)
+    return None if value is None else (sm.group("k").strip(), value)
 
 
 def _segment_value(sm: re.Match[str]) -> float | None:
