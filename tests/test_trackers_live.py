@@ -281,7 +281,7 @@ def test_a_tracker_file_swapped_for_a_fifo_after_it_was_planned_is_a_note_not_a_
     which an `open` would wait on forever for a writer, is refused."""
     import os
 
-    from rlagent.tools.adapters import trackers
+    from rlagent.tools.adapters import lineblocks
 
     from faultkit import bounded
 
@@ -291,14 +291,14 @@ def test_a_tracker_file_swapped_for_a_fifo_after_it_was_planned_is_a_note_not_a_
         live.write_bytes(frame([history_record(11, {"_step": "1", "train/global_step": "1", "train/reward": "0.1"}, 1)]))
     else:
         live = next(_copy_of(write_events(tmp_path / "src", range(1, 11)), tmp_path / "run").glob("tb/*tfevents*"))
-    planned = trackers._deadline
+    planned = lineblocks.read_deadline
 
     def swap_then_plan() -> float:
         live.unlink()
         os.mkfifo(live)
         return planned()
 
-    monkeypatch.setattr(trackers, "_deadline", swap_then_plan)
+    monkeypatch.setattr(lineblocks, "read_deadline", swap_then_plan)
     with bounded(10, "a tracker read"):
         [read] = read_trackers(tmp_path / "run", "trl", {})
     assert not read.rows and any("unreadable" in n and "FIFO" in n for n in read.notes), read.notes

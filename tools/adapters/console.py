@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import math
 import re
-import time
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -550,7 +549,7 @@ def backlog_blocks(handle: BinaryIO, start: int, end: int, steps_in_lines: bool)
     handle.seek(start)
     if steps_in_lines and end - start > lineblocks.MAX_READ:
         return HeadAndTail(handle, start, end)
-    deadline = None if steps_in_lines else time.monotonic() + lineblocks.READ_BUDGET_S
+    deadline = None if steps_in_lines else lineblocks.read_deadline()
     return LineBlocks(handle, max(0, end - start), deadline)
 
 

@@ -22,6 +22,13 @@ READ_BUDGET_S = 20.0
 """A backlog read oldest first stops at the first block boundary past this many seconds (at least one
 block is read), and goes on at the next check-in: a TRL console parses at about 2.3 s of CPU per
 64 MB, so a first check-in reads about half a GB of backlog."""
+
+
+def read_deadline() -> float:
+    """When a read oldest first that starts now stops (a console's rows, a tracker file's records)."""
+    return time.monotonic() + READ_BUDGET_S
+
+
 CHUNK = 4 << 20
 """Bytes read and analysed at a time: a long read holds one block's lines, not all of them."""
 HEAD_READ = CHUNK

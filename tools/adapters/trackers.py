@@ -85,12 +85,6 @@ def _start(path: Path, rel: str, cursor: FileCursor | None) -> tuple[FileRead, i
     return out, plan.start, plan.end
 
 
-def _deadline() -> float:
-    """When a tracker file's read stops, its records being found only in order from the one before:
-    the same budget as a console read oldest first (lineblocks.READ_BUDGET_S)."""
-    return time.monotonic() + lineblocks.READ_BUDGET_S
-
-
 def _note_behind(out: FileRead, rel: str, start: int, end: int) -> None:
     """The read stopped at its deadline with bytes left: the check-in says it is behind the run."""
     assert out.cursor is not None
@@ -119,7 +113,7 @@ def read_event_file(path: Path, rel: str, cursor: FileCursor | None, framework: 
     held = HeldRows(out)
     pos, bad = start, 0  # pos: the end of the last whole record
     data = b""
-    deadline, stopped = _deadline(), False
+    deadline, stopped = lineblocks.read_deadline(), False  # records are found only in order, as a TRL console's rows
     try:
         with open_regular(path) as handle:  # swapped for a FIFO since planned: refused, never a hang
             handle.seek(start)
@@ -211,7 +205,7 @@ def read_wandb_run(path: Path, rel: str, cursor: FileCursor | None, framework: s
     result: ReadResult[MetricRow] = ReadResult()
     held = HeldRows(out)
     notes: list[str] = []
-    done, deadline, stopped = start, _deadline(), False
+    done, deadline, stopped = start, lineblocks.read_deadline(), False
     try:
         with open_regular(path) as handle:  # swapped for a FIFO since planned: refused, never a hang
             while done < end:  # MAX_READ at a time, each piece from the end of the last whole record
