@@ -12,9 +12,9 @@ of --repeats, and the load average is printed with each row):
       (user + sys of the process, all threads, and of the child that shares a big read with it:
       tools/forkread.py) of the check-in alone, and the peak RSS (the child's, which counts the
       pages it shares with the monitor too, in the JSON). `read MB` is
-      what it moved past: a console log is parsed at most 64 MB per check-in (verl's and
-      OpenRLHF's longer backlogs as their first 4 MB and newest 60 MB, the middle only counted;
-      TRL's oldest first, 64 MB at a time).
+      what it moved past: a console backlog over 64 MB is parsed as its first 4 MB and newest
+      60 MB for verl and OpenRLHF (the middle only counted), and whole for TRL, oldest first, for
+      up to lineblocks.READ_BUDGET_S (20 s) a check-in.
   (b) a warm check-in after 1 MB more is appended, timed inside the running monitor (Python
       start-up not counted, the garbage collector set as the program sets it); wall and CPU.
   (d) `rlagent check RUN --offline --json` as a whole process on the warm run, and next to it the

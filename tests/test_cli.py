@@ -122,3 +122,37 @@ print(held, gc.isenabled(), gc.get_freeze_count() > 0, gc.get_threshold()[0])
     assert as_program.stdout.split()[-4:] == ["True", "True", "True", "20000"], as_program.stderr
     as_library = subprocess.run([sys.executable, "-c", probe, "my_script.py"], capture_output=True, text=True)
     assert as_library.stdout.split()[-4:] == ["False", "True", "False", "700"], as_library.stderr
+
+
+def test_a_check_imports_the_graph_stack_while_collections_are_held(tmp_path):
+    """`rlagent check` imports LangGraph and the agents before main() turns the collector back on:
+    not one cyclic collection runs from main()'s start to the end of the graph stack's import (they
+    cost 0.2 s of each check). `--help` and the commands that need no monitor do not import it."""
+    run = HRun(tmp_path)
+    probe = """
+import gc, sys
+sys.argv = ["/usr/local/bin/rlagent", *sys.argv[1:]]
+collected = []
+
+def seen(phase, info):
+    cli, runner = sys.modules.get("rlagent.cli"), sys.modules.get("rlagent.graph.runner")
+    if phase == "start" and hasattr(cli, "main") and not hasattr(runner, "Monitor"):
+        collected.append(info["generation"])
+
+gc.callbacks.append(seen)
+import rlagent.cli
+try:
+    rlagent.cli.main()
+except SystemExit:
+    pass
+print("COLLECTED", len(collected), "GRAPH", "rlagent.graph.runner" in sys.modules, file=sys.stderr)
+"""
+
+    def probed(*args):
+        done = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, timeout=120)
+        return done.stderr.strip().splitlines()[-1]
+
+    home = str(tmp_path / "home")
+    assert probed("check", str(run.dir), "--offline", "--json", "--home", home) == "COLLECTED 0 GRAPH True"
+    assert probed("check", "--help") == "COLLECTED 0 GRAPH False"
+    assert probed("status", str(tmp_path), "--home", home).endswith("GRAPH False")  # a directory of runs: a table

@@ -58,13 +58,28 @@ def _decide(counts: dict[str, int]) -> Detection:
 _HINT = re.compile(r"step:\d|\{'|Global step|Episode \[|Step \d")
 
 
+# Text every match of a signature holds: a line without it is not searched with that signature's regex
+# (a prime-rl step line would otherwise be searched by all four, at every `rlagent check`).
+_SIGNATURE_NEEDLES: dict[str, tuple[str, ...]] = {
+    "verl": ("step:",),
+    "trl": ("{'",),
+    "openrlhf": ("Global step ", "Episode ["),
+    "prime-rl": ("Step ",),
+}
+_GATED = tuple((name, pattern, _SIGNATURE_NEEDLES[name]) for name, pattern in _TEXT_SIGNATURES.items())
+
+
 def count_text(text: str) -> dict[str, int]:
     counts = dict.fromkeys(_TEXT_SIGNATURES, 0)
     for physical in _hinted_lines(strip_ansi(text) if "\x1b" in text else text):
         for line in iter_lines(physical):
-            for name, pattern in _TEXT_SIGNATURES.items():
-                if pattern.search(line.text):
-                    counts[name] += 1
+            body = line.text
+            for name, pattern, needles in _GATED:
+                for needle in needles:  # a loop, not any(): cheaper than the searches it saves
+                    if needle in body:
+                        if pattern.search(body):
+                            counts[name] += 1
+                        break
     return counts
 
 
@@ -107,16 +122,24 @@ _LAYOUT: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
+_COMPILED_LAYOUT = {
+    name: [(re.compile(parent), re.compile(child)) for parent, child in markers] for name, markers in _LAYOUT.items()
+}
+# Any marker's name: most entries of a run's tree (rank logs, rollouts) are none, and are passed over in one match.
+_ANY_MARKER_NAME = re.compile("|".join(f"(?:{child})" for markers in _LAYOUT.values() for _, child in markers))
+
+
 def _layout_counts(root: Path, max_entries: int = 100_000) -> dict[str, int]:
     """One walk of the tree; each layout marker counts once."""
-    compiled = {name: [(re.compile(parent), re.compile(child)) for parent, child in markers] for name, markers in _LAYOUT.items()}
     seen: set[tuple[str, int]] = set()
     entries = 0
     for dirpath, dirnames, filenames in os.walk(root):
         parent = os.path.basename(dirpath)
         for child in dirnames + filenames:
             entries += 1
-            for name, markers in compiled.items():
+            if _ANY_MARKER_NAME.fullmatch(child) is None:
+                continue
+            for name, markers in _COMPILED_LAYOUT.items():
                 for index, (parent_re, child_re) in enumerate(markers):
                     if (name, index) not in seen and child_re.fullmatch(child) and parent_re.fullmatch(parent):
                         seen.add((name, index))

@@ -36,10 +36,10 @@ def strip_ansi(text: str) -> str:
 
 def clean_line(segment: str) -> tuple[str, str | None]:
     """One segment without ANSI codes, Ray prefix and dedup suffix; also the Ray actor name."""
-    text = _ANSI.sub("", segment)
+    # Each regex only where it can match (an ESC, a leading `(`): most segments have neither.
+    text = _ANSI.sub("", segment) if "\x1b" in segment else segment
     actor = None
-    match = _RAY_PREFIX.match(text)
-    if match:
+    if text[:1] == "(" and (match := _RAY_PREFIX.match(text)) is not None:
         actor = match.group("actor") or ""
         text = text[match.end() :]
     if "[repeated " in text:  # the suffix's regex starts with \s*: tried at every character otherwise
