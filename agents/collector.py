@@ -128,6 +128,7 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
         trainer_step=history.last_step("trainer"),
         orchestrator_step=history.last_step("orchestrator"),
         bytes_read=reading.bytes_read,
+        behind=reading.behind,
         warning_groups=merged_groups(reading.groups),
         new_events=reading.new_events[-200:],
         rollouts=samples.rollouts,
@@ -192,6 +193,8 @@ class _Reading:
     bytes_read: int = 0
     newest: datetime | None = None
     """Time of the newest line read (the check-in's "now" offline)."""
+    behind: list[str] = field(default_factory=list)
+    """Files whose backlog read stopped at its time budget (FileRead.behind)."""
 
     def saw(self, when: datetime) -> None:
         if self.newest is None or when > self.newest:
@@ -207,6 +210,8 @@ def _merge_file(reading: _Reading, read: FileRead) -> None:
     if read.newest is not None:
         reading.saw(read.newest)
     reading.bytes_read += read.bytes_read
+    if read.behind:
+        reading.behind.append(read.rel)
     if read.fresh:
         reading.events = [e for e in reading.events if e.file != read.rel]
         reading.groups = {k: g for k, g in reading.groups.items() if g.first.file != read.rel}

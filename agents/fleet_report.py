@@ -81,6 +81,7 @@ def summary_of(state: CheckinState, *, wall: datetime | None = None, retired: bo
         findings=[f.id for f in state.out.findings],
         finished=finished,
         retired=retired,
+        behind=bool(obs.behind) if obs is not None else False,
     )
 
 

@@ -1,5 +1,6 @@
 """How often the fleet watcher checks a run: the cadence while it is Healthy, sooner while it is
-Degraded or Down, never again once it finished. Pure and light (config.py imports it)."""
+Degraded or Down or its backlog is still being caught up, never again once it finished. Pure and
+light (config.py imports it)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ class WatchSettings(BaseModel):
     workers: int = Field(8, ge=1, le=64)
     """Check-ins running at once (threads of one process: they overlap file and SQLite I/O)."""
     degraded_factor: float = Field(0.25, gt=0, le=1)
-    """A Degraded or Down run is checked at this fraction of the cadence..."""
+    """A Degraded or Down run, or one still catching up a backlog, is checked at this fraction of the cadence..."""
     min_cadence: str = "5m"
     """... but not more often than this (nor less often than the cadence itself)."""
     max_depth: int = Field(3, ge=0, le=10)
@@ -40,8 +41,10 @@ def fast_cadence(cadence_s: float, settings: WatchSettings) -> float:
     return max(cadence_s * settings.degraded_factor, min(float(parse_cadence(settings.min_cadence)), cadence_s))
 
 
-def interval(health: str | None, cadence_s: float, settings: WatchSettings) -> float:
-    """Seconds until a run's next check-in, from its health now (None: the check-in failed)."""
-    if health == "Healthy":
+def interval(health: str | None, cadence_s: float, settings: WatchSettings, *, behind: bool = False) -> float:
+    """Seconds until a run's next check-in, from its health now (None: the check-in failed) and whether
+    it left part of a backlog for the next check-in (`behind`: caught up sooner, as a Degraded run is
+    watched sooner)."""
+    if health == "Healthy" and not behind:
         return cadence_s
     return fast_cadence(cadence_s, settings)

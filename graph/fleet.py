@@ -242,7 +242,7 @@ class Watcher:
     def _settle(self, slot: _Slot, report: RoundReport) -> None:
         future, slot.future = slot.future, None
         assert future is not None
-        health = None
+        health, behind = None, False
         try:
             outcome: Outcome = future.result()
         except Exception as exc:
@@ -251,11 +251,12 @@ class Watcher:
             report.notes.append(f"{slot.run.name}: check-in failed ({outcome.error}); tried again sooner")
         else:
             health = outcome.summary.health if outcome.summary else "Healthy"
+            behind = outcome.summary.behind if outcome.summary else False
             for row in outcome.outbox:
                 slot.outbox.setdefault(row.id, row)
             if outcome.retired:
                 slot.retired_at = time.time()
-        slot.due = slot.started + interval(health, self.cadence_s, self.settings)
+        slot.due = slot.started + interval(health, self.cadence_s, self.settings, behind=behind)
         report.outcomes.append(outcome)
 
     # --- notifications --------------------------------------------------------------------

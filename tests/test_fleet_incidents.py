@@ -101,5 +101,6 @@ def test_cadence_is_faster_while_degraded_or_down_but_never_below_the_floor_nor_
     assert interval("Healthy", 3600, settings) == 3600
     assert interval("Degraded", 3600, settings) == interval("Down", 3600, settings) == 900
     assert interval(None, 3600, settings) == 900  # a failed check-in is tried again sooner
+    assert interval("Healthy", 3600, settings, behind=True) == 900  # a backlog left for the next check-in
     assert fast_cadence(600, settings) == 300  # floored at 5m
     assert fast_cadence(60, settings) == 60  # the floor never makes it slower than the cadence

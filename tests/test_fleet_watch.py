@@ -134,3 +134,35 @@ def test_a_root_with_thousands_of_non_run_folders(tmp_path):
     assert [r.run_dir for r in runs] == [str(run.resolve())]
     assert notes == [f"{tmp_path / 'missing'}: no such directory"]
     assert took < 5, took
+
+
+def test_a_run_whose_backlog_is_left_part_read_is_checked_again_sooner(tmp_path, monkeypatch):
+    """A TRL console is read oldest first, for up to READ_BUDGET_S a check-in: a Healthy run whose
+    check-in stopped there is due again at the fast cadence, and at the cadence once caught up."""
+    from rlagent.evals.simulator.frameworks.registry import FRAMEWORK_SCENARIOS
+    from rlagent.evals.simulator.frameworks.writer import write_framework_run
+    from rlagent.tools.adapters import lineblocks
+
+    root, home = tmp_path / "runs", tmp_path / "home"
+    write_framework_run(FRAMEWORK_SCENARIOS["trl-healthy"].variant(samples_kept=1), root / "trl")
+    simulate("healthy-h", root / "ok")
+    console = root / "trl" / "train.log"
+    monkeypatch.setattr(lineblocks, "CHUNK", 2048)  # the simulated console is many blocks
+    monkeypatch.setattr(lineblocks, "READ_BUDGET_S", 0.0)  # spent once the first block is read
+    watcher = make_watcher([root], home, cadence_s=3600, min_cadence="1m")
+    try:
+        first = {o.run.name: o.summary for o in watcher.round().outcomes}
+        assert first["trl"].health == first["ok"].health == "Healthy" and first["trl"].behind and not first["ok"].behind
+        gap = {s.run.name: round(s.due - s.started) for s in watcher.slots.values()}
+        assert gap == {"ok": 3600, "trl": 900}
+        assert "behind the run" in (root / "trl" / "STATUS.md").read_text()
+
+        monkeypatch.setattr(lineblocks, "READ_BUDGET_S", 20.0)
+        slot = next(s for s in watcher.slots.values() if s.run.name == "trl")
+        slot.due = 0.0  # its fast-cadence time, come
+        [caught_up] = watcher.round().outcomes
+        assert caught_up.summary.health == "Healthy" and not caught_up.summary.behind
+        assert round(slot.due - slot.started) == 3600
+        assert console.stat().st_size > 10 * lineblocks.CHUNK
+    finally:
+        watcher.close()

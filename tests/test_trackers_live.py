@@ -81,7 +81,7 @@ def test_an_event_file_read_past_its_budget_is_caught_up_oldest_first_saying_it_
     size = next(run_dir.glob("tb/*tfevents*")).stat().st_size
     monkeypatch.setattr(trackers, "CHUNK", size // 3)
     whole = read_trackers(run_dir, "verl", {})  # in chunks, within its budget
-    assert not whole[0].notes and whole[0].cursor.offset == size
+    assert not whole[0].notes and not whole[0].behind and whole[0].cursor.offset == size
     monkeypatch.setattr(lineblocks, "READ_BUDGET_S", 0.0)  # spent once the first chunk is read
     cursors: dict = {}
     reads = []
@@ -90,7 +90,7 @@ def test_an_event_file_read_past_its_budget_is_caught_up_oldest_first_saying_it_
         cursors[read.rel] = read.cursor
         reads.append(read)
         behind = [n for n in read.notes if "behind the run" in n]
-        assert len(behind) == (read.cursor.offset < size), read.notes
+        assert len(behind) == read.behind == (read.cursor.offset < size), read.notes
     assert len(reads) == 4  # a third at a time, and the half record each cut leaves
     assert sorted(rows_by_step(reads)) == list(range(1, 401))
     assert points(reads) == points(whole)  # each record once
@@ -258,7 +258,7 @@ def test_a_wandb_run_longer_than_one_piece_is_read_whole_or_caught_up_each_recor
     size = live.stat().st_size
     monkeypatch.setattr(trackers, "MAX_READ", size // 5 + 7)  # pieces end inside records
     [read] = read_trackers(tmp_path / "run", "trl", {})
-    assert read.cursor.offset == size and not read.notes
+    assert read.cursor.offset == size and not read.notes and not read.behind
     assert sorted(rows_by_step([read])) == list(range(1, 601))
 
     monkeypatch.setattr(lineblocks, "READ_BUDGET_S", 0.0)
@@ -269,7 +269,7 @@ def test_a_wandb_run_longer_than_one_piece_is_read_whole_or_caught_up_each_recor
         cursors[read.rel] = read.cursor
         reads.append(read)
         behind = [n for n in read.notes if "behind the run" in n]
-        assert len(behind) == (read.cursor.offset < size), read.notes
+        assert len(behind) == read.behind == (read.cursor.offset < size), read.notes
     assert len(reads) >= 5
     steps = [row.step for r in reads for row in r.rows if row.process == "orchestrator"]
     assert sorted(steps) == sorted(set(steps)) == list(range(1, 601))  # each record once

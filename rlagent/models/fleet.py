@@ -33,6 +33,8 @@ class RunSummary(BaseModel):
     findings: list[str] = Field(default_factory=list)
     finished: bool = False
     retired: bool = False
+    behind: bool = False
+    """Its last check-in left part of a backlog for the next (Observation.behind): checked again sooner."""
 
 
 class Mark(BaseModel):

@@ -191,6 +191,9 @@ class Observation(BaseModel):
     trainer_step: int | None = None
     orchestrator_step: int | None = None
     bytes_read: int = 0
+    behind: list[str] = Field(default_factory=list)
+    """Files whose backlog, read oldest first, was left part-read at the read's time budget: the
+    next check-ins go on with it, and a watcher checks the run again sooner."""
     warning_groups: list[WarningGroup] = Field(default_factory=list)
     """Groups of this attempt, most frequent first (cumulative across check-ins)."""
     new_events: list[LogEvent] = Field(default_factory=list)

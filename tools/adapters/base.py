@@ -52,6 +52,9 @@ class FileRead:
     """Time of the newest record read (offline "now")."""
     times: dict[str, datetime] = field(default_factory=dict)
     """process -> time its newest step was written."""
+    behind: bool = False
+    """The read stopped at its time budget with bytes left (a backlog read oldest first): the next
+    check-in goes on from its cursor, and a watcher checks the run again sooner (graph.adaptive)."""
 
 
 @dataclass

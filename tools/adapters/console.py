@@ -537,6 +537,7 @@ def read_console(
     read.fresh = plan.fresh
     read.notes = notes + read.notes
     read.bytes_read = cut
+    read.behind = isinstance(blocks, LineBlocks) and blocks.stopped
     # The time of the newest line read so far, as prime-rl's logs say it (tools.adapters.primerl):
     # an offline check-in that finds nothing new keeps the run's own "now", not the wall clock's.
     read.newest = new_cursor.last_time

@@ -88,6 +88,7 @@ def _start(path: Path, rel: str, cursor: FileCursor | None) -> tuple[FileRead, i
 def _note_behind(out: FileRead, rel: str, start: int, end: int) -> None:
     """The read stopped at its deadline with bytes left: the check-in says it is behind the run."""
     assert out.cursor is not None
+    out.behind = True
     out.notes.append(
         f"{rel}: {(out.cursor.offset - start) >> 20} of {(end - start) >> 20} MB new read in "
         f"{lineblocks.READ_BUDGET_S:.0f} s, the rest at the next check-ins, oldest first: this check-in is behind the run"
