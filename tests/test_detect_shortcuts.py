@@ -3,7 +3,7 @@ way says, on random texts built from the fragments that matter to it:
 
 - a signature's regex is searched only in lines holding its needle (tools.frameworks.detect);
 - a segment is cleaned of ANSI codes and Ray's prefix only where it holds an ESC or starts with `(`
-  (tools.frameworks.lines);
+  (tools.frameworks.lines; segment by segment in tests/test_console_shortcuts.py, here in whole texts);
 - a tree entry is matched against the layout markers only once its name is one of theirs.
 """
 
@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 
 from rlagent.tools.frameworks import detect, lines
 from rlagent.tools.frameworks.lines import LogLine
+
+from test_console_shortcuts import clean_the_long_way  # lines.clean_line's long way
 
 # The signatures' lines as each framework prints them (tests/test_frameworks_detect.py), and pieces of them.
 SIGNATURE_LINES = [
@@ -47,22 +49,10 @@ def count_text_the_long_way(text: str) -> dict[str, int]:
     return counts
 
 
-def clean_line_the_long_way(segment: str) -> tuple[str, str | None]:
-    text = lines._ANSI.sub("", segment)
-    actor = None
-    match = lines._RAY_PREFIX.match(text)
-    if match:
-        actor = match.group("actor") or ""
-        text = text[match.end() :]
-    if "[repeated " in text:
-        text = lines._REPEATED.sub("", text)
-    return text.rstrip(), actor
-
-
 def iter_lines_the_long_way(text: str, first_lineno: int = 1):
     for offset, physical in enumerate(text.split("\n")):
         for segment in physical.split("\r"):
-            cleaned, actor = clean_line_the_long_way(segment)
+            cleaned, actor = clean_the_long_way(segment)
             if cleaned.strip():
                 yield LogLine(first_lineno + offset, cleaned, actor)
 
@@ -81,12 +71,6 @@ def test_every_signature_line_holds_its_needle():
 def test_detection_with_its_shortcuts_counts_what_the_long_way_counts(text):
     assert detect.count_text(text) == count_text_the_long_way(text)
     assert list(lines.iter_lines(text)) == list(iter_lines_the_long_way(text))
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(FRAGMENTS[:-9]) | st.text(max_size=3), max_size=8).map("".join))
-def test_a_segment_is_cleaned_as_the_long_way_cleans_it(segment):
-    assert lines.clean_line(segment) == clean_line_the_long_way(segment)
 
 
 def layout_counts_the_long_way(root) -> dict[str, int]:
