@@ -122,6 +122,18 @@ print(held, gc.isenabled(), gc.get_freeze_count() > 0, gc.get_threshold()[0])
     assert as_program.stdout.split()[-4:] == ["True", "True", "True", "20000"], as_program.stderr
     as_library = subprocess.run([sys.executable, "-c", probe, "my_script.py"], capture_output=True, text=True)
     assert as_library.stdout.split()[-4:] == ["False", "True", "False", "700"], as_library.stderr
+    # `python -m rlagent` is the program too (its package is imported while argv[0] is `-m`)
+    as_module = """
+import gc, runpy, sys
+sys.argv = ["-m", "--version"]
+try:
+    runpy.run_module("rlagent", run_name="__main__", alter_sys=True)
+except SystemExit:
+    pass
+print(gc.isenabled(), gc.get_freeze_count() > 0, gc.get_threshold()[0])
+"""
+    by_module = subprocess.run([sys.executable, "-c", as_module], capture_output=True, text=True)
+    assert by_module.stdout.split()[-3:] == ["True", "True", "20000"], by_module.stderr
 
 
 def test_a_check_imports_the_graph_stack_while_collections_are_held(tmp_path):
