@@ -1,11 +1,14 @@
 """rlagent: watches prime-rl RL training runs."""
 
 import gc as _gc
+import importlib as _importlib
 import os as _os
 import signal as _signal
 import sys as _sys
 
 _gc_held = False
+_program = False
+"""Started as the `rlagent` program (not imported by a library user or a test)."""
 
 
 def hold_collector() -> None:
@@ -13,9 +16,9 @@ def hold_collector() -> None:
     objects that all live until exit, and the collections they trigger find nothing and cost
     0.15-0.2 s of every command's start. Called below when the `rlagent` script starts, and by
     `python -m rlagent` (rlagent/__main__.py; argv[0] is `-m` then, as for any module of the package)."""
-    global _gc_held
+    global _gc_held, _program
     _gc.disable()
-    _gc_held = True
+    _gc_held = _program = True
 
 
 if (  # the `rlagent` program starting (not a library user): Ctrl-C before its main() ends it quietly
@@ -48,6 +51,21 @@ def end_startup() -> None:
     if _gc_held:
         _gc_held = False
         settle_collector()
+
+
+def import_late(name: str) -> None:
+    """Import a heavy part of the program that a command learns it needs only once it runs (the graph,
+    for `status` of one run rather than of a folder of runs) as the startup's imports are made: with
+    cyclic collections held, then what it built frozen. A plain import outside the program."""
+    if name in _sys.modules or not _program or _gc_held:
+        _importlib.import_module(name)
+        return
+    _gc.disable()
+    try:
+        _importlib.import_module(name)
+    finally:
+        _gc.freeze()
+        _gc.enable()
 
 
 def settle_collector() -> None:

@@ -139,7 +139,8 @@ print(gc.isenabled(), gc.get_freeze_count() > 0, gc.get_threshold()[0])
 def test_a_check_imports_the_graph_stack_while_collections_are_held(tmp_path):
     """`rlagent check` imports LangGraph and the agents before main() turns the collector back on:
     not one cyclic collection runs from main()'s start to the end of the graph stack's import (they
-    cost 0.2 s of each check). `--help` and the commands that need no monitor do not import it."""
+    cost 0.2 s of each check); `status` of one run imports it as late, held the same way. `--help`
+    and the commands that need no monitor do not import it."""
     run = HRun(tmp_path)
     probe = """
 import gc, sys
@@ -168,3 +169,4 @@ print("COLLECTED", len(collected), "GRAPH", "rlagent.graph.runner" in sys.module
     assert probed("check", str(run.dir), "--offline", "--json", "--home", home) == "COLLECTED 0 GRAPH True"
     assert probed("check", "--help") == "COLLECTED 0 GRAPH False"
     assert probed("status", str(tmp_path), "--home", home).endswith("GRAPH False")  # a directory of runs: a table
+    assert probed("status", str(run.dir), "--home", home) == "COLLECTED 0 GRAPH True"  # one run: its monitor

@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from rlagent import import_late
 from rlagent.commands.common import open_monitor, out, settings_from
 from rlagent.commands.offer import pending_hint
 
@@ -31,6 +32,7 @@ def status(
     from rlagent.agents.llm.runtime import day_usage, llm_line, llm_report, usage_text
     from rlagent.tools.approval import render_request
 
+    import_late("rlagent.graph.runner")  # one run: its monitor, and the graph stack with it (rlagent.cli)
     monitor = open_monitor(run_dir, settings)
     try:
         state, found = monitor.state(), monitor.pending()
