@@ -2,6 +2,8 @@
 adaptive cadence (graph/fleet.py, built as `rlagent watch` builds it)."""
 
 import shutil
+import subprocess
+import sys
 import threading
 import time
 
@@ -139,6 +141,7 @@ def test_a_root_with_thousands_of_non_run_folders(tmp_path):
 def test_a_run_whose_backlog_is_left_part_read_is_checked_again_sooner(tmp_path, monkeypatch):
     """A TRL console is read oldest first, for up to READ_BUDGET_S a check-in: a Healthy run whose
     check-in stopped there is due again at the fast cadence, and at the cadence once caught up."""
+    from rlagent.commands.fleet_status import fleet_rows
     from rlagent.evals.simulator.frameworks.registry import FRAMEWORK_SCENARIOS
     from rlagent.evals.simulator.frameworks.writer import write_framework_run
     from rlagent.tools.adapters import lineblocks
@@ -149,13 +152,22 @@ def test_a_run_whose_backlog_is_left_part_read_is_checked_again_sooner(tmp_path,
     console = root / "trl" / "train.log"
     monkeypatch.setattr(lineblocks, "CHUNK", 2048)  # the simulated console is many blocks
     monkeypatch.setattr(lineblocks, "READ_BUDGET_S", 0.0)  # spent once the first block is read
-    watcher = make_watcher([root], home, cadence_s=3600, min_cadence="1m")
+    report = tmp_path / "fleet.html"
+    watcher = make_watcher([root], home, cadence_s=3600, min_cadence="1m", report=report)
     try:
         first = {o.run.name: o.summary for o in watcher.round().outcomes}
         assert first["trl"].health == first["ok"].health == "Healthy" and first["trl"].behind and not first["ok"].behind
         gap = {s.run.name: round(s.due - s.started) for s in watcher.slots.values()}
         assert gap == {"ok": 3600, "trl": 900}
         assert "behind the run" in (root / "trl" / "STATUS.md").read_text()
+        # the fleet table and the report say its step is where the reading got to, not the run
+        rows = {row["run"]: row for row in fleet_rows(root, home, 3)[0]}
+        assert rows["trl"]["behind"] and not rows["ok"]["behind"]
+        assert report.read_text().count("(catching up)") == 1
+        table = subprocess.run(
+            [sys.executable, "-m", "rlagent", "status", str(root), "--home", str(home)], capture_output=True, text=True
+        )
+        assert [line.split()[1] for line in table.stdout.splitlines() if "(catching up)" in line] == ["trl"], table.stdout
 
         monkeypatch.setattr(lineblocks, "READ_BUDGET_S", 20.0)
         slot = next(s for s in watcher.slots.values() if s.run.name == "trl")
@@ -164,5 +176,7 @@ def test_a_run_whose_backlog_is_left_part_read_is_checked_again_sooner(tmp_path,
         assert caught_up.summary.health == "Healthy" and not caught_up.summary.behind
         assert round(slot.due - slot.started) == 3600
         assert console.stat().st_size > 10 * lineblocks.CHUNK
+        assert not {row["run"]: row for row in fleet_rows(root, home, 3)[0]}["trl"]["behind"]
+        assert "(catching up)" not in report.read_text()
     finally:
         watcher.close()

@@ -114,6 +114,7 @@ def fleet_rows(root: Path, home: Path, max_depth: int) -> tuple[list[dict], list
                 "eta_s": round(s.eta_s) if s and s.eta_s is not None else None,
                 "finished": bool(s and s.finished),
                 "retired": retired is not None,
+                "behind": bool(s and s.behind),
                 "checkin": s.checkin if s else 0,
                 "checked_at": s.checked_at.isoformat() if s and s.checked_at else None,
                 "checked_wall": s.checked_wall.isoformat() if s and s.checked_wall else None,
@@ -156,6 +157,8 @@ def fleet_status(root: Path, as_json: bool, settings) -> None:
             shown = f"[{STYLE.get(health, 'bold')}]{health}[/]" if health else "[dim]not checked[/]"
             if row["retired"]:
                 shown += " [dim](finished)[/]"
+            elif row["behind"]:  # its step is where the reading got to, not yet where the run is
+                shown += " [dim](catching up)[/]"
             step = (
                 f"{row['step'] if row['step'] is not None else '–'} / {row['max_steps'] if row['max_steps'] is not None else '–'}"
             )
