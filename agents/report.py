@@ -26,6 +26,7 @@ def build_report(state: CheckinState, pending: ApprovalRequest | None = None) ->
         "checked_at": obs.now.astimezone(UTC).isoformat().replace("+00:00", "Z"),
         "step": step,
         "max_steps": state.memory.config.max_steps,
+        "behind": list(obs.behind),  # files whose backlog is still being read: `step` is where the reading got to
         "health": state.out.health.value if state.out.health else None,
         "findings": [
             f.model_dump(

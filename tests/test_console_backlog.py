@@ -7,6 +7,7 @@ The lines are verl's and TRL's console templates (reference/frameworks.md 1.1 an
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -197,3 +198,31 @@ def test_lines_after_the_gap_and_before_its_first_step_have_no_step(tmp_path, sm
     heads = {e.line: e.step for e in read.events if e.kind == "traceback"}
     assert [n for n in read.notes if "not read" in n] == [note]
     assert heads == {**dict.fromkeys(range(first_tail, first_tail + 4)), len(lines) - 2: 997}  # step 998 replaced
+
+
+def test_check_says_when_it_left_a_backlog_part_read(tmp_path, monkeypatch):
+    """`rlagent check` on a TRL run whose console is not read whole within the budget: the JSON
+    report lists the file in `behind` and the summary line marks the step `(catching up)`, until
+    a check-in reads the rest."""
+    from typer.testing import CliRunner
+
+    from rlagent.cli import app
+    from rlagent.evals.simulator.frameworks.registry import FRAMEWORK_SCENARIOS
+    from rlagent.evals.simulator.frameworks.writer import write_framework_run
+
+    run, home = tmp_path / "trl", tmp_path / "home"
+    write_framework_run(FRAMEWORK_SCENARIOS["trl-healthy"].variant(samples_kept=1), run)
+    monkeypatch.setattr(lineblocks, "CHUNK", 2048)  # the simulated console is many blocks
+    monkeypatch.setattr(lineblocks, "READ_BUDGET_S", 0.0)  # spent once the first block is read
+    cli = CliRunner()
+
+    def check(*flags: str) -> str:
+        result = cli.invoke(app, ["check", str(run), "--offline", "--home", str(home), *flags])
+        assert result.exit_code == 0, result.output  # a Healthy run
+        return result.output
+
+    assert json.loads(check("--json"))["behind"] == ["train.log"]
+    assert re.search(r"· step \d+/100 \(catching up\) ·", check())
+    monkeypatch.setattr(lineblocks, "READ_BUDGET_S", 20.0)
+    assert json.loads(check("--json"))["behind"] == []
+    assert re.search(r"· step 40/100 · no findings", check())

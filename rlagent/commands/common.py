@@ -219,7 +219,7 @@ def summary_line(report: dict) -> str:
     parts = [
         f"[bold]{when} UTC[/] check-in #{report['checkin']}",
         f"[{style}]{health}[/]",
-        step_text(report["step"], report["max_steps"]),
+        step_text(report["step"], report["max_steps"]) + (" (catching up)" if report.get("behind") else ""),
     ]
     findings = [f for f in report["findings"] if f["severity"] != "info"] or report["findings"]
     if findings:
