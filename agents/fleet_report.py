@@ -146,7 +146,11 @@ def snapshot_of(
     *,
     wall: datetime | None = None,
     retired: bool = False,
+    plots: bool = False,
 ) -> RunSnapshot:
+    """What the report shows of the run after this check-in; its plots only when asked (`plots`):
+    drawing them walks the whole history, and only a report rendered from memory needs them now
+    (`rlagent report` draws them from the run's store: graph/fleetview.py)."""
     obs = state.out.observation
     findings = [
         FindingView(
@@ -164,7 +168,7 @@ def snapshot_of(
         notes.insert(0, "no step yet: nothing to plot")
     return RunSnapshot(
         summary=summary_of(state, wall=wall, retired=retired),
-        plots=plots_of(state.memory.history),
+        plots=plots_of(state.memory.history) if plots else [],
         marks=marks_of(state, incidents),
         findings=findings,
         incidents=list(incidents)[-50:],

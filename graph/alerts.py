@@ -52,7 +52,10 @@ class AlertBook:
         acked = {fid: inc.acked_by for fid, inc in self.db.open_incidents().items() if inc.acked_by}
         return AlertContext(silences=self.db.silences(self.wall()), acked=acked, retire_finished=retire_finished)
 
-    def record(self, state: CheckinState) -> Recorded:
+    def record(self, state: CheckinState, *, plots: bool = False) -> Recorded:
+        """Track the check-in's incidents and store its snapshot. The stored snapshot never holds
+        plots (a report draws them from the history rows beside the checkpoint); the returned one
+        does when `plots` asks, for a report rendered from memory (`rlagent watch --report`)."""
         obs = state.out.observation
         wall = self.wall()
         retire = state.alerts.retire_finished and any(f.id == "run_finished" for f in state.out.findings)
@@ -64,8 +67,8 @@ class AlertBook:
                 changed.append(self.db.save_incident(incident))
             self.db.prune_resolved()
             self.db.put(RECORDED, str(state.checkin))
-        snapshot = snapshot_of(state, self.db.incidents(), self.db.silences(wall), wall=wall, retired=retire)
-        self.db.put(SNAPSHOT, snapshot.model_dump_json())
+        snapshot = snapshot_of(state, self.db.incidents(), self.db.silences(wall), wall=wall, retired=retire, plots=plots)
+        self.db.put(SNAPSHOT, snapshot.model_dump_json(exclude={"plots"}))
         if retire:
             self.db.put(RETIRED, snapshot.summary.model_dump_json())
         self.db.commit()

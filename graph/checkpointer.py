@@ -27,24 +27,10 @@ from langgraph.checkpoint.base import get_checkpoint_id, get_checkpoint_metadata
 from langgraph.checkpoint.sqlite import SqliteSaver
 from loguru import logger
 
+from rlagent.graph.historyrows import PROCESSES, TABLES, unpack_tables
 from rlagent.models.observation import MetricHistory
 from rlagent.models.state import RunMemory
 
-PROCESSES = ("trainer", "orchestrator")
-_TABLES = """
-CREATE TABLE IF NOT EXISTS history_rows (
-    thread_id TEXT NOT NULL,
-    process TEXT NOT NULL,
-    step INTEGER NOT NULL,
-    row BLOB NOT NULL,
-    PRIMARY KEY (thread_id, process, step)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS history_meta (
-    thread_id TEXT PRIMARY KEY,
-    checkpoint_id TEXT NOT NULL,
-    rest BLOB NOT NULL
-);
-"""
 _REST = {"trainer", "orchestrator"}
 """The fields stored as rows; the rest of the history (baselines, evals, times, counts) is one small blob."""
 
@@ -80,7 +66,7 @@ class RunSaver(SqliteSaver):
         if self.is_setup:
             return
         super().setup()
-        self.conn.executescript(_TABLES)
+        self.conn.executescript(TABLES)
 
     def put(self, config, checkpoint, metadata, new_versions):
         memory = checkpoint["channel_values"].get("memory")
@@ -187,9 +173,7 @@ class RunSaver(SqliteSaver):
                     self.conn.commit()
         if meta is None or meta[0] != checkpoint_id:
             return (meta[0] if meta else None), None
-        tables: dict[str, dict[int, dict[str, float]]] = {p: {} for p in PROCESSES}
-        for (process, step), row in sorted(rows.items()):
-            tables.setdefault(process, {})[step] = ormsgpack.unpackb(row)
+        tables = unpack_tables(rows.items())
         rest = MetricHistory.model_validate(ormsgpack.unpackb(meta[1], option=ormsgpack.OPT_NON_STR_KEYS))
         history = rest.model_copy(update={"trainer": tables["trainer"], "orchestrator": tables["orchestrator"]})
         return checkpoint_id, _Held(checkpoint_id, history, rows)

@@ -193,7 +193,7 @@ class Watcher:
             slot = self.slots.get(run_dir)
             if slot is None:
                 slot = self.slots[run_dir] = _Slot(run=run)
-                snapshot, retired = read_snapshot(self.home, run_dir)
+                snapshot, retired = read_snapshot(self.home, run_dir, plots=self.settings.report is not None)
                 slot.snapshot = snapshot
                 if retired is not None:
                     when = (retired.checked_wall or datetime.now(UTC)).timestamp()
@@ -223,6 +223,7 @@ class Watcher:
         started = time.perf_counter()
         if slot.monitor is None:
             slot.monitor = self.make_monitor(slot.run)
+            slot.monitor.plots = self.settings.report is not None  # the report is rendered from the snapshots in memory
         monitor = slot.monitor
         try:
             monitor.check_in()

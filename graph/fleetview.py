@@ -12,10 +12,12 @@ from pathlib import Path
 
 from loguru import logger
 
-from rlagent.agents.fleet_report import render_report, split_entries
+from rlagent.agents.fleet_report import plots_of, render_report, split_entries
 from rlagent.graph.alerts import RETIRED, SNAPSHOT
+from rlagent.graph.historyrows import stored_tables
 from rlagent.graph.store import run_key
 from rlagent.models.fleet import RunSnapshot, RunSummary
+from rlagent.models.observation import MetricHistory
 from rlagent.models.run import RunInfo
 from rlagent.tools.adapters import run_here
 from rlagent.tools.fleetdb import FleetDB
@@ -104,9 +106,10 @@ def state_db_path(home: Path, run_dir: str) -> Path:
     return Path(home) / "runs" / run_key(run_dir) / "state.db"
 
 
-def read_snapshot(home: Path, run_dir: str) -> tuple[RunSnapshot | None, RunSummary | None]:
+def read_snapshot(home: Path, run_dir: str, *, plots: bool = False) -> tuple[RunSnapshot | None, RunSummary | None]:
     """The run's last snapshot and its retirement record, from its store (None when never checked,
-    or when the store cannot be read: the check-in that uses it says why)."""
+    or when the store cannot be read: the check-in that uses it says why). With `plots`, the
+    snapshot's plots are drawn from the history rows the same check-in stored."""
     try:
         db = FleetDB.open(state_db_path(home, run_dir), create=False)
     except (OSError, sqlite3.Error) as exc:
@@ -115,11 +118,14 @@ def read_snapshot(home: Path, run_dir: str) -> tuple[RunSnapshot | None, RunSumm
     if db is None:
         return None, None
     try:
-        body, retired = db.get(SNAPSHOT), db.get(RETIRED)
-        return (
-            RunSnapshot.model_validate_json(body) if body else None,
-            RunSummary.model_validate_json(retired) if retired else None,
-        )
+        with db.conn:  # one read transaction: the snapshot and the rows of the same check-in
+            db.conn.execute("BEGIN")
+            body, retired = db.get(SNAPSHOT), db.get(RETIRED)
+            tables = stored_tables(db.conn, run_key(run_dir)) if plots and body else None
+        snapshot = RunSnapshot.model_validate_json(body) if body else None
+        if snapshot is not None and tables is not None:
+            snapshot.plots = plots_of(MetricHistory(trainer=tables["trainer"], orchestrator=tables["orchestrator"]))
+        return snapshot, RunSummary.model_validate_json(retired) if retired else None
     except (sqlite3.Error, ValueError) as exc:
         logger.debug("state store of {} unreadable: {}", run_dir, exc)
         return None, None

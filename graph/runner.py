@@ -144,6 +144,7 @@ class Monitor:
         retire_finished: bool = False,
         lock_timeout_s: float = LOCK_TIMEOUT_S,
         keep_history: bool = True,
+        plots: bool = False,
     ) -> None:
         from rlagent.graph.checkpointer import RunSaver  # heavy (LangGraph's saver): imported only when checking in
 
@@ -219,6 +220,8 @@ class Monitor:
         self.retire_finished = retire_finished
         self.recorded: Recorded | None = None
         """What the last check-in recorded (incidents changed, the run's snapshot)."""
+        self.plots = plots
+        """`recorded.snapshot` carries the run's plots: for a report rendered from memory."""
         self._known_head: str | None = None
         self._maybe_pending = True
         self._known_checkin = 0
@@ -325,7 +328,7 @@ class Monitor:
             state = CheckinState.model_validate(result)
             self._known_head, self._known_checkin = self._head(), state.checkin
             self._maybe_pending = bool(result.get("__interrupt__"))
-            self.recorded = self.book.record(state)
+            self.recorded = self.book.record(state, plots=self.plots)
         logger.debug("check-in #{} of {} took {:.1f} ms", state.checkin, self.key, (time.perf_counter() - started) * 1000)
         return state
 

@@ -26,13 +26,13 @@ def build(roots: list[Path], settings, *, entries: int, output: Path) -> tuple[i
     scratch: tempfile.TemporaryDirectory | None = None
     try:
         for run in runs:
-            snapshot, _ = read_snapshot(settings.home, run.run_dir)
+            snapshot, _ = read_snapshot(settings.home, run.run_dir, plots=True)
             if snapshot is None:
                 scratch = scratch or tempfile.TemporaryDirectory(prefix="rlagent-report-")
                 from rlagent.graph.runner import Monitor  # LangGraph: only for a run never checked
 
                 try:
-                    monitor = Monitor(run, home=Path(scratch.name), offline=settings.offline, write=False)
+                    monitor = Monitor(run, home=Path(scratch.name), offline=settings.offline, write=False, plots=True)
                     try:
                         monitor.check_in()
                         assert monitor.recorded is not None
