@@ -7,9 +7,12 @@ The lines are verl's and TRL's console templates (reference/frameworks.md 1.1 an
 from __future__ import annotations
 
 import json
+import random
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rlagent.tools.adapters import console, lineblocks
 from rlagent.tools.adapters.trl import TrlAdapter
@@ -226,3 +229,46 @@ def test_check_says_when_it_left_a_backlog_part_read(tmp_path, monkeypatch):
     monkeypatch.setattr(lineblocks, "READ_BUDGET_S", 20.0)
     assert json.loads(check("--json"))["behind"] == []
     assert re.search(r"· step 40/100 · no findings", check())
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32), st.integers(40, 4000), st.sampled_from([64, 97, 4096]))
+def test_a_skipped_middle_says_on_which_lines_its_tracebacks_begin(tmp_path_factory, seed, n_lines, block):
+    """Against the long way: every header in [start, the last line start before `until`), wherever a
+    block boundary cuts it, at its own line; none of the partial last line, which the tail reads."""
+    rng = random.Random(seed)
+    pieces = [lineblocks.TRACEBACK.decode(), '  File "x.py", line 3', "step:12 - a:1", "Trace", "back (most", "", "é"]
+    text = "\n".join(" ".join(rng.choice(pieces) for _ in range(rng.randint(0, 3))) for _ in range(n_lines)).encode()
+    path = tmp_path_factory.mktemp("middle") / "log"
+    path.write_bytes(text)
+    start = rng.randrange(0, len(text) // 2)
+    until = rng.randrange(start, len(text) + 1)
+    with pytest.MonkeyPatch.context() as mp, open(path, "rb") as handle:
+        mp.setattr(lineblocks, "COUNT_BLOCK", block)
+        line_start, lines, tracebacks = lineblocks._count_to_line_start(handle, start, until)
+    part = text[start:until]
+    cut = part.rfind(b"\n") + 1
+    assert line_start == start + cut and lines == part.count(b"\n")
+    headers = [m.start() for m in re.finditer(re.escape(lineblocks.TRACEBACK), part[:cut])]
+    assert tracebacks == [part[:at].count(b"\n") for at in headers]
+
+
+def test_a_verl_backlogs_note_names_the_lines_where_the_skipped_tracebacks_begin(tmp_path, small_reads):
+    lines = _verl_log(1000)
+    crash = ["Traceback (most recent call last):", '  File "main_ppo.py", line 42, in run', "ray.exceptions.RayTaskError"]
+    lines[300:300] = crash  # in the middle: neither the first 4 KB nor the newest 28 KB
+    lines[450:450] = crash
+    path = tmp_path / "verl_demo.log"
+    path.write_text("\n".join(lines) + "\n")
+    read = _read(path, None, VerlAdapter())
+    (note,) = [n for n in read.notes if "not read" in n]
+    assert "2 Python traceback(s) begin there, the rules did not see them (line(s) 301, 451)" in note
+    assert not [e for e in read.events if e.kind == "traceback"]  # not read: only counted
+
+
+def test_a_header_on_the_middles_unfinished_last_line_is_left_to_the_tail(tmp_path):
+    text = b"a\n" + lineblocks.TRACEBACK + b"\nb\nc " + lineblocks.TRACEBACK
+    path = tmp_path / "log"
+    path.write_bytes(text)
+    with open(path, "rb") as handle:
+        assert lineblocks._count_to_line_start(handle, 0, len(text)) == (text.rindex(b"\n") + 1, 3, [1])

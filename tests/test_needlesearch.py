@@ -1,6 +1,7 @@
 """Hyperscan and the bytes.find fallback find exactly the same candidate lines."""
 
 import random
+import re
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -106,3 +107,20 @@ def test_newlines_in_counts_what_bytes_count_counts(lengths, tail):
     """Long lines (found one by one), short ones (counted in one pass after the switch), and mixes."""
     data = b"".join(b"x" * n + b"\n" for n in lengths) + tail
     assert needlesearch.newlines_in(data) == data.count(b"\n")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32), st.integers(1, 3000), st.integers(0, 200))
+def test_one_needles_ends_are_found_alike_by_hyperscan_and_bytes_find(seed, lines, start):
+    rng = random.Random(seed)
+    needle = b"Traceback (most recent call last):"
+    buf = b"".join(rng.choice([*WORDS, needle, needle[:20], needle[10:]]) + b"\n" for _ in range(lines))
+    start = min(start, len(buf))
+    expected = [m.end() for m in re.finditer(re.escape(needle), buf[start:])]
+    assert needlesearch.needle_ends(buf, start, len(buf), needle) == [start + e for e in expected]
+    with_find = needlesearch.hyperscan
+    try:
+        needlesearch.hyperscan = None
+        assert needlesearch.needle_ends(bytearray(buf), start, len(buf), needle) == [start + e for e in expected]
+    finally:
+        needlesearch.hyperscan = with_find

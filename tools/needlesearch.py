@@ -44,6 +44,20 @@ def _line_starts_by_find(buf: bytes | bytearray, n: int, needles: tuple[bytes, .
     return sorted(starts)
 
 
+def needle_ends(buf: bytes | bytearray, start: int, n: int, needle: bytes) -> list[int]:
+    """End offsets of the occurrences of one needle in buf[start:n], in order (hyperscan, else bytes.find;
+    occurrences do not overlap one another: a traceback header cannot)."""
+    if hyperscan is not None and n - start >= 4096:
+        with memoryview(buf) as view:
+            return [start + end for end in _hyperscan_ends(view[start:], n - start, (needle,))]
+    ends = []
+    i = buf.find(needle, start, n)
+    while i != -1:
+        ends.append(i + len(needle))
+        i = buf.find(needle, i + len(needle), n)
+    return ends
+
+
 _local = threading.local()
 
 

@@ -563,6 +563,7 @@ def backlog_notes(rel: str, blocks: LineBlocks | HeadAndTail, start: int, end: i
             f"{rel}: {_size(blocks.skipped_to - blocks.skipped_from)} of older lines not read "
             f"(lines {first}-{first + blocks.skipped_lines - 1}): a backlog over {_size(lineblocks.MAX_READ)} is read as "
             f"its first {_size(blocks.head_length)} and its newest {_size(blocks.tail_length)}, so the history has a gap there"
+            + _tracebacks_in(first, blocks.skipped_tracebacks)
         )
     elif isinstance(blocks, LineBlocks) and blocks.stopped:
         notes.append(
@@ -575,6 +576,15 @@ def backlog_notes(rel: str, blocks: LineBlocks | HeadAndTail, start: int, end: i
     if blocks.nul:
         notes.append(f"{rel}: binary junk (NUL bytes) in the new bytes, not quoted")
     return notes
+
+
+def _tracebacks_in(first: int, lines: list[int]) -> str:
+    """What a skipped middle's traceback headers say, in words: where to look (its first ones and its last)."""
+    if not lines:
+        return ""
+    numbers = [first + line for line in lines]
+    where = ", ".join(str(n) for n in numbers) if len(numbers) <= 4 else f"{', '.join(map(str, numbers[:3]))}, ..., {numbers[-1]}"
+    return f"; {len(numbers)} Python traceback(s) begin there, the rules did not see them (line(s) {where})"
 
 
 def _size(n: int) -> str:

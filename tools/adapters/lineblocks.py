@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from rlagent.tools.needlesearch import count_newlines, expect_read
+from rlagent.tools.needlesearch import count_newlines, expect_read, needle_ends
 
 MAX_READ = 64 << 20
 """A backlog longer than this in a console whose rows name their step is read as its head and its newest
@@ -37,6 +37,9 @@ bytes (the launch, the early steps the rules take their baselines from) and its 
 MAX_READ - HEAD_READ; the middle is only counted, for the line numbers."""
 COUNT_BLOCK = 8 << 20
 """Bytes of a skipped middle read at a time to count its lines (into one reused buffer)."""
+TRACEBACK = b"Traceback (most recent call last):"
+"""The first line of a Python traceback: a skipped middle says on which of its lines they begin (a crash,
+or an error a process survived, that the rules did not see)."""
 
 
 class LineBlocks:
@@ -106,11 +109,15 @@ class HeadAndTail:
         self.skipped_from = self.skipped_to = start
         """The middle's bytes: [skipped_from, skipped_to)."""
         self.skipped_lines = 0
+        self.skipped_tracebacks: list[int] = []
+        """Lines of the middle (0 = its first) on which a Python traceback begins."""
 
     def numbered(self, first_lineno: int) -> Iterator[tuple[int, bytes]]:
         yield from self.head.numbered(first_lineno)
         self.skipped_from = self.start + self.head.taken
-        self.skipped_to, self.skipped_lines = _count_to_line_start(self.handle, self.skipped_from, self.end - self.tail_length)
+        self.skipped_to, self.skipped_lines, self.skipped_tracebacks = _count_to_line_start(
+            self.handle, self.skipped_from, self.end - self.tail_length
+        )
         self.handle.seek(self.skipped_to)
         self.tail = LineBlocks(self.handle, min(self.end - self.skipped_to, MAX_READ))
         yield from self.tail.numbered(first_lineno + self.head.newlines + self.skipped_lines)
@@ -133,20 +140,29 @@ class HeadAndTail:
         return self.head.nul or bool(self.tail and self.tail.nul)
 
 
-def _count_to_line_start(handle: BinaryIO, start: int, until: int) -> tuple[int, int]:
-    """(offset just past the last newline in [start, until), newlines there); (start, 0) if none."""
+def _count_to_line_start(handle: BinaryIO, start: int, until: int) -> tuple[int, int, list[int]]:
+    """(offset just past the last newline in [start, until), newlines there, the lines there (0 = the
+    first) on which a Python traceback begins); (start, 0, []) if no newline."""
     handle.seek(start)
-    buffer = bytearray(COUNT_BLOCK)
+    keep = len(TRACEBACK) - 1  # the end of the last block, carried: a header cut by a block boundary is found whole
+    buffer = bytearray(keep + COUNT_BLOCK)
     view = memoryview(buffer)
     expect_read(until - start)
-    at, lines, line_start = start, 0, start
+    at, lines, line_start, carry = start, 0, start, 0
+    found: list[tuple[int, int]] = []  # (offset just past a header, its line)
     while at < until:
-        n = handle.readinto(view[: min(COUNT_BLOCK, until - at)])
+        n = handle.readinto(view[carry : carry + min(COUNT_BLOCK, until - at)])
         if not n:
             break
-        found = count_newlines(buffer, 0, n)
-        if found:
-            lines += found
-            line_start = at + buffer.rfind(b"\n", 0, n) + 1
+        for end in needle_ends(buffer, 0, carry + n, TRACEBACK):
+            header = end - len(TRACEBACK)  # where it starts; before `carry`, in the last block's end (no newline after it)
+            found.append((at - carry + end, lines + (count_newlines(buffer, carry, header) if header > carry else 0)))
+        newlines = count_newlines(buffer, carry, carry + n)
+        if newlines:
+            lines += newlines
+            line_start = at + buffer.rfind(b"\n", carry, carry + n) + 1 - carry
         at += n
-    return line_start, lines
+        kept = buffer[carry + n - keep : carry + n] if carry + n >= keep else buffer[: carry + n]
+        carry = len(kept)
+        buffer[:carry] = kept
+    return line_start, lines, [line for end, line in found if end <= line_start]
