@@ -226,9 +226,12 @@ def test_check_says_when_it_left_a_backlog_part_read(tmp_path, monkeypatch):
 
     assert json.loads(check("--json"))["behind"] == ["train.log"]
     assert re.search(r"· step \d+/100 \(catching up\) ·", check())
+    status = cli.invoke(app, ["status", str(run), "--home", str(home)])
+    assert re.search(r"Healthy, step \d+ \(catching up\); no findings", status.output), status.output
     monkeypatch.setattr(lineblocks, "READ_BUDGET_S", 20.0)
     assert json.loads(check("--json"))["behind"] == []
     assert re.search(r"· step 40/100 · no findings", check())
+    assert "(catching up)" not in cli.invoke(app, ["status", str(run), "--home", str(home)]).output
 
 
 @settings(max_examples=40, deadline=None)

@@ -65,7 +65,10 @@ def status(
     step = obs.trainer_step if obs.trainer_step is not None else obs.orchestrator_step
     findings = ", ".join(f"{f.id} ({f.severity.value})" for f in state.out.findings) or "no findings"
     health = state.out.health.value if state.out.health else "n/a"
-    out.print(f"last check-in #{state.checkin} at {obs.now:%Y-%m-%d %H:%M} UTC: {health}, step {step}; {findings}", markup=False)
+    behind = " (catching up)" if obs.behind else ""  # its step is where the reading got to
+    out.print(
+        f"last check-in #{state.checkin} at {obs.now:%Y-%m-%d %H:%M} UTC: {health}, step {step}{behind}; {findings}", markup=False
+    )
     out.print(llm_line(state.out.llm), markup=False)
     if state.out.llm is not None and state.out.llm.status != "off":
         out.print(f"LLM that day (UTC): {usage_text(day_usage(state.memory.llm_log, state.out.llm.at))}", markup=False)
