@@ -56,7 +56,7 @@ _RESUMED = re.compile(
 # a new launch in the same console file (torchrun / accelerate banner, Ray start-up)
 _LAUNCH_BANNER = re.compile(r"Setting OMP_NUM_THREADS environment variable for each process|Started a local Ray instance")
 _LEVEL = re.compile(r"^(?:\[rank\d+\]:\s*)?(?:(?P<word>WARNING|ERROR|CRITICAL)\b|\[?(?P<glog>[WE])\d{4} \d\d:\d\d:\d\d)")
-_TRACEBACK = "Traceback (most recent call last):"
+_TRACEBACK = lineblocks.TRACEBACK.decode()  # "Traceback (most recent call last):", as the skipped middle counts it
 # A traceback frame. A published excerpt is often cut inside a traceback, above its header: its first
 # frame then stands for the header (findings.md, excerpts: "lines cut mid-way").
 _FRAME = re.compile(r'^\s*(?:\[rank\d+\]:\s*)?File "[^"]+", line \d+, in ')
