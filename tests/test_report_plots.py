@@ -5,7 +5,10 @@ check-in's checkpoint (graph/historyrows.py); a watcher with `--report` keeps th
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 
 from rlagent.agents.fleet_report import plots_of
 from rlagent.graph.alerts import SNAPSHOT
@@ -79,3 +82,18 @@ def test_a_watcher_reports_the_plots_of_runs_it_did_not_check_in_that_round(tmp_
         assert _plots_per_run(report.read_text()) == drawn
     finally:
         again.close()
+
+
+def test_a_run_never_checked_is_read_once_for_the_report_with_its_plots(tmp_path):
+    run_dir = simulate("healthy-h", tmp_path / "run")
+    out = tmp_path / "report.html"
+    env = {**os.environ, "RLAGENT_HOME": str(tmp_path / "home")}
+    done = subprocess.run(
+        [sys.executable, "-m", "rlagent", "report", str(run_dir), "-o", str(out), "--offline"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    html = out.read_text()
+    assert "not checked by rlagent yet" in html and _plots_per_run(html)["0"] >= 6
