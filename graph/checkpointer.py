@@ -27,7 +27,7 @@ from langgraph.checkpoint.base import get_checkpoint_id, get_checkpoint_metadata
 from langgraph.checkpoint.sqlite import SqliteSaver
 from loguru import logger
 
-from rlagent.graph.historyrows import PROCESSES, TABLES, unpack_tables
+from rlagent.graph.historyrows import PROCESSES, TABLES, stored_rows, unpack_tables
 from rlagent.models.observation import MetricHistory
 from rlagent.models.state import RunMemory
 
@@ -153,8 +153,7 @@ class RunSaver(SqliteSaver):
 
     def _stored_rows(self, thread_id: str) -> dict[RowKey, bytes]:
         """The rows the tables hold (the caller holds the saver's lock)."""
-        found = self.conn.execute("SELECT process, step, row FROM history_rows WHERE thread_id = ?", (thread_id,))
-        return {(p, s): row for p, s, row in found}
+        return stored_rows(self.conn, thread_id)
 
     def _load(self, thread_id: str, checkpoint_id: str) -> tuple[str | None, _Held | None]:
         """(the checkpoint the stored history belongs to, that history if it is `checkpoint_id`'s)."""

@@ -37,12 +37,16 @@ def unpack_tables(rows: Iterable[tuple[tuple[str, int], bytes]]) -> Tables:
     return tables
 
 
+def stored_rows(conn: sqlite3.Connection, thread_id: str) -> dict[tuple[str, int], bytes]:
+    """The packed rows the tables hold for a thread, by (process, step)."""
+    found = conn.execute("SELECT process, step, row FROM history_rows WHERE thread_id = ?", (thread_id,))
+    return {(p, s): row for p, s, row in found}
+
+
 def stored_tables(conn: sqlite3.Connection, thread_id: str) -> Tables | None:
     """The newest checkpoint's metric tables of a thread; None when the store holds no history for it."""
     try:
-        found = conn.execute("SELECT process, step, row FROM history_rows WHERE thread_id = ?", (thread_id,)).fetchall()
+        rows = stored_rows(conn, thread_id)
     except sqlite3.OperationalError:  # a store that never held a history (no table yet)
         return None
-    if not found:
-        return None
-    return unpack_tables(((p, s), row) for p, s, row in found)
+    return unpack_tables(rows.items()) if rows else None
