@@ -13,6 +13,9 @@ import gzip
 import io
 import json
 import math
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -153,14 +156,14 @@ def _metrics_file(data: bytes, name: str, framework: str | None, notes: list[str
     """(read, framework, source_kind) for a metrics export, or None when `data` is not one."""
     lower = name.lower()
     if data.startswith(_WANDB_MAGIC) or lower.endswith(".wandb"):
-        tmp = _spill(data)
-        read = wandb_offline.read_wandb_file(tmp, step_key="train/global_step")
+        with _spilled(data, name) as spilled:
+            read = wandb_offline.read_wandb_file(spilled, step_key="train/global_step")
         notes += read.notes
         fw = framework or _guess_from_keys({k for r in read.rows for k in r.values}) or "verl"
         return _rows_read(read.rows, fw, name), fw, "wandb"
     if "tfevents" in lower:
-        tmp = _spill(data, suffix=".tfevents")
-        read = tensorboard.read_scalars(tmp)
+        with _spilled(data, name) as spilled:
+            read = tensorboard.read_scalars(spilled)
         notes += read.notes
         fw = framework or _guess_from_keys({r.tag for r in read.rows}) or "verl"
         rows = [MetricRow(step=s, values=v) for s, v in tensorboard.by_step(read.rows).items()]
@@ -168,8 +171,8 @@ def _metrics_file(data: bytes, name: str, framework: str | None, notes: list[str
     text = decode(data[:MAX_INPUT])
     stripped = text.lstrip()
     if stripped.startswith("{") and '"log_history"' in text[:5_000_000]:
-        tmp = _spill(data, suffix=".json")
-        read = trl.read_trainer_state(tmp)
+        with _spilled(data, name) as spilled:
+            read = trl.read_trainer_state(spilled)
         notes += read.notes
         return _rows_read(read.rows, framework or "trl", name), framework or "trl", "trainer_state"
     first = stripped.split("\n", 1)[0]
@@ -199,13 +202,14 @@ def _metrics_file(data: bytes, name: str, framework: str | None, notes: list[str
     return None
 
 
-def _spill(data: bytes, suffix: str = "") -> Path:
-    """The framework readers take paths: stdin or a decompressed file goes to a private temp file."""
-    import tempfile
-
-    with tempfile.NamedTemporaryFile(prefix="rlagent-diagnose-", suffix=suffix, delete=False) as handle:
-        handle.write(data)
-    return Path(handle.name)
+@contextmanager
+def _spilled(data: bytes, name: str) -> Iterator[Path]:
+    """The framework readers take paths: the input goes to a file of its own name (so their notes
+    name the user's file) in a private temp directory, removed when read."""
+    with tempfile.TemporaryDirectory(prefix="rlagent-diagnose-") as tmp:
+        path = Path(tmp, Path(name).name if name != "-" else "stdin")
+        path.write_bytes(data)
+        yield path
 
 
 def diagnose(path: str | Path | None, framework: str | None = None, *, data: bytes | None = None) -> Diagnosis:

@@ -12,8 +12,12 @@ import time
 from pathlib import Path
 
 import pytest
+from tensorboard.compat.proto import event_pb2, summary_pb2
+from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
 from rlagent.agents.excerpt import DiagnoseError, diagnose
+
+from wandbkit import frame, history_record
 
 FIXTURES = Path(__file__).resolve().parents[1] / "evals" / "fixtures"
 REAL = Path(__file__).resolve().parents[1] / "evals" / "real"
@@ -138,3 +142,45 @@ def test_a_10_mb_log_is_judged_whole(tmp_path):
 def test_a_directory_is_pointed_at_check():
     with pytest.raises(DiagnoseError, match="rlagent check"):
         diagnose(FIXTURES / "84_verl-healthy" / "run")
+
+
+def test_metrics_exports_leave_nothing_behind_and_their_notes_name_the_input(tmp_path):
+    """The trainer_state.json, TensorBoard and .wandb readers take paths, so the input is spilled to a
+    temp file first: it must be gone afterwards (every diagnose of an export used to leave its whole
+    copy in /tmp), and a reader's note names the user's file, not the copy."""
+    events_dir = tmp_path / "tb"
+    writer = EventFileWriter(str(events_dir))
+    for step in range(1, 31):
+        value = summary_pb2.Summary.Value(tag="critic/score/mean", simple_value=step / 30)
+        writer.add_event(event_pb2.Event(wall_time=1.7e9 + step, step=step, summary=summary_pb2.Summary(value=[value])))
+    writer.close()
+    (events,) = events_dir.glob("*tfevents*")
+    events.write_bytes(events.read_bytes()[:-10])  # still being written: the reader says so by name
+    wandb = tmp_path / "run-abc.wandb"
+    trl_row = {"train/reward": "0.5", "train/learning_rate": "1e-06", "train/completions/mean_length": "200"}
+    wandb.write_bytes(
+        frame([history_record(s, {"_step": str(s), "train/global_step": str(s), **trl_row}, s) for s in range(1, 30)])
+    )
+    state = (REAL / "trl-grpo-state-truncation-chaos-economy" / "input.json").read_bytes()
+    packed = tmp_path / "trainer_state.json.gz"
+    packed.write_bytes(gzip.compress(state))
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    runs = [
+        ([str(events), "--json"], None, "tensorboard"),
+        ([str(wandb), "--json"], None, "wandb"),
+        ([str(packed), "--json"], None, "trainer_state"),
+        (["-", "--json"], state, "trainer_state"),
+    ]
+    for args, stdin, kind in runs:
+        done = subprocess.run([*RLAGENT, "diagnose", *args], input=stdin, capture_output=True, timeout=60, env=env)
+        assert done.returncode == 0, done.stderr
+        report = json.loads(done.stdout)
+        assert report["source_kind"] == kind and report["step"] is not None
+        assert "rlagent-diagnose" not in done.stdout.decode()
+        assert list(scratch.iterdir()) == [], args
+    notes = json.loads(subprocess.run([*RLAGENT, "diagnose", str(events), "--json"], capture_output=True, env=env).stdout)[
+        "notes"
+    ]
+    assert any(note.startswith(f"{events.name} ends with") for note in notes), notes
