@@ -9,10 +9,10 @@ empty, unreadable, a huge single line, a truncated `.wandb` or event file) is on
 
 from __future__ import annotations
 
-import gzip
 import io
 import json
 import math
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,19 +24,16 @@ from rlagent.agents.rules import RuleContext, Thresholds, health_of, run_rules
 from rlagent.models.findings import Finding
 from rlagent.models.observation import MetricHistory, Observation
 from rlagent.models.run import Health, RunConfig
+from rlagent.tools import inputtail
 from rlagent.tools.adapters import adapter_for
 from rlagent.tools.adapters.base import FileRead
 from rlagent.tools.adapters.console import ConsoleState, add_row, analyse
 from rlagent.tools.frameworks import detect, tensorboard, trl, wandb_csv, wandb_offline
 from rlagent.tools.frameworks.lines import decode
 from rlagent.tools.frameworks.records import MetricRow, numeric_values
-from rlagent.tools.safefs import read_up_to
+from rlagent.tools.inputtail import MAX_INPUT
 
-MAX_INPUT = 32 << 20
-"""Bytes judged at most: of a longer input, the last ones (where a crash is)."""
-MAX_GUNZIP = 256 << 20
 _WANDB_MAGIC = b":W&B"
-_GZIP_MAGIC = b"\x1f\x8b"
 _EXCERPT_LINES = 300
 _DETECT_BYTES = 512 * 1024
 """Framework detection reads the head and the tail of a long text (step lines start early, crashes end it)."""
@@ -86,43 +83,26 @@ class Diagnosis:
 
 
 def read_input(path: str | Path | None, data: bytes | None = None) -> tuple[bytes, str, list[str]]:
-    """(bytes, display name, notes) of a file or of stdin's bytes; DiagnoseError when unreadable."""
-    notes: list[str] = []
-    if data is None:
-        assert path is not None
-        p = Path(path)
-        try:
-            if p.is_dir():
-                raise DiagnoseError(f"{p} is a directory: use `rlagent check {p}` for a run directory")
-            size = p.stat().st_size
-            with open(p, "rb") as handle:
-                if size > MAX_INPUT and not p.name.endswith(".gz"):
-                    handle.seek(size - MAX_INPUT)
-                    notes.append(f"input is {size / 2**20:.0f} MB: the last {MAX_INPUT >> 20} MB were judged")
-                data = read_up_to(handle, MAX_INPUT + 1 if p.name.endswith(".gz") else MAX_INPUT)
-        except DiagnoseError:
-            raise
-        except OSError as exc:
-            raise DiagnoseError(f"{path}: cannot read ({exc.strerror or exc})") from exc
-        name = str(path)
-    else:
-        name = "-"
-        if len(data) > MAX_INPUT:
-            notes.append(f"input is {len(data) / 2**20:.0f} MB: the last {MAX_INPUT >> 20} MB were judged")
-            data = data[-MAX_INPUT:]
-    if data.startswith(_GZIP_MAGIC):
-        try:
-            with gzip.GzipFile(fileobj=io.BytesIO(data)) as gz:
-                data = gz.read(MAX_GUNZIP)
-        except (OSError, EOFError) as exc:
-            raise DiagnoseError(f"{name}: a gzip file that cannot be decompressed ({exc})") from exc
-        notes.append("gzipped input, decompressed")
-        if len(data) > MAX_INPUT:
-            data = data[-MAX_INPUT:]
-            notes.append(f"decompressed input over {MAX_INPUT >> 20} MB: the last {MAX_INPUT >> 20} MB were judged")
-    if not data.strip():
+    """(bytes, display name, notes) of a file, of `data`, or of stdin when `path` is "-";
+    DiagnoseError when it cannot be read."""
+    name = "-" if path is None or str(path) == "-" else str(path)
+    try:
+        if data is not None:
+            read = inputtail.read_input(io.BufferedReader(io.BytesIO(data)), name)
+        elif name == "-":
+            read = inputtail.read_input(sys.stdin.buffer, name)
+        else:
+            if Path(name).is_dir():
+                raise DiagnoseError(f"{name} is a directory: use `rlagent check {name}` for a run directory")
+            with inputtail.open_input(name) as handle:
+                read = inputtail.read_input(handle, name)
+    except inputtail.InputError as exc:
+        raise DiagnoseError(str(exc)) from None
+    except OSError as exc:
+        raise DiagnoseError(f"{name}: cannot read ({exc.strerror or exc})") from exc
+    if not read.data.strip():
         raise DiagnoseError(f"{name}: empty input, nothing to judge")
-    return data, name, notes
+    return read.data, name, read.notes
 
 
 def _binary(data: bytes) -> bool:

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -184,3 +185,63 @@ def test_metrics_exports_leave_nothing_behind_and_their_notes_name_the_input(tmp
         "notes"
     ]
     assert any(note.startswith(f"{events.name} ends with") for note in notes), notes
+
+
+def test_a_fifo_is_read_as_a_pipe_and_one_with_no_writer_is_not_waited_for(tmp_path):
+    fifo = tmp_path / "log.fifo"
+    os.mkfifo(fifo)
+    done = cli(str(fifo), timeout=30)  # nobody writes: it used to wait in open() forever
+    assert done.returncode == 2 and "empty input" in done.stderr.decode()
+    source = (REAL / "verl-reward-fn-notimplemented-datasource-5558" / "input.log").read_bytes()
+
+    def write() -> None:
+        with open(fifo, "wb") as handle:  # blocks until rlagent opens the FIFO
+            for start in range(0, len(source), 4096):
+                handle.write(source[start : start + 4096])
+                handle.flush()
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    done = cli(str(fifo), "--json", timeout=60)
+    writer.join(timeout=10)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["health"] == diagnose(None, data=source).health.value == "Down"
+    assert "a character device" in cli("/dev/zero").stderr.decode()
+
+
+def test_a_long_stream_is_judged_by_its_tail_in_bounded_memory(tmp_path):
+    """400 MB on stdin, a crash at its very end: judged on its last 32 MB, and never held whole
+    (it was read into memory whole, and copied: 560 MB of RSS for 300 MB)."""
+    healthy = (FIXTURES / "84_verl-healthy" / "run" / "verl_demo.log").read_bytes()
+    crash = (REAL / "verl-reward-fn-notimplemented-datasource-5558" / "input.log").read_bytes()
+    size = 400 << 20
+    stream = (healthy * (size // len(healthy) + 1))[: size - len(crash)] + crash
+    measure = (
+        "import resource, subprocess, sys\n"
+        "command = [sys.executable, '-m', 'rlagent', 'diagnose', '-', '--json']\n"
+        "done = subprocess.run(command, stdin=sys.stdin, capture_output=True)\n"
+        "sys.stdout.write(done.stdout.decode() + '\\n' + str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))\n"
+        "sys.exit(done.returncode)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", measure], input=stream, capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    report, peak_kb = done.stdout.decode().rsplit("\n", 1)
+    report = json.loads(report)
+    assert report["health"] == "Down" and "reward_fn_error" in {f["id"] for f in report["findings"]}
+    assert "input is 400 MB: the last 32 MB were judged" in report["notes"]
+    assert int(peak_kb) < 400 << 10, f"peak RSS {int(peak_kb) >> 10} MB for a 400 MB stream"
+
+
+def test_a_gzip_that_breaks_off_is_judged_up_to_the_break(tmp_path):
+    """A .gz still being written (or cut in a copy) ends without its trailer: what it holds is judged."""
+    source = (FIXTURES / "95_verl-actor-died-resumed" / "run" / "verl_demo.log").read_bytes()
+    whole = gzip.compress(source)
+    cut = tmp_path / "log.gz"
+    cut.write_bytes(whole[:-100])
+    d = diagnose(cut, "verl")
+    assert d.step is not None and d.step >= diagnose(None, "verl", data=source[: len(source) // 2]).step
+    assert any("the gzip stream breaks off after" in note for note in d.notes), d.notes
+    big = tmp_path / "big.gz"
+    big.write_bytes(gzip.compress((source * (40 * 2**20 // len(source) + 1))[: 40 * 2**20]))
+    notes = diagnose(big, "verl").notes
+    assert "gzipped input, decompressed" in notes and "decompressed input is 40 MB: the last 32 MB were judged" in notes

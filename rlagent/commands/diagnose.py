@@ -34,7 +34,7 @@ def diagnose(
     if framework is not None and framework not in ("prime-rl", "verl", "trl", "openrlhf"):
         fail(f"--framework must be prime-rl, verl, trl or openrlhf, not {framework!r}")
     try:
-        result = judge(None, framework, data=sys.stdin.buffer.read()) if path == "-" else judge(path, framework)
+        result = judge(path, framework)  # "-": stdin, read as it streams
     except DiagnoseError as exc:
         fail(str(exc))
     report = result.report()
