@@ -34,6 +34,8 @@ def test_user_errors_are_one_line_and_exit_2(tmp_path):
     run = HRun(tmp_path)
     bad = rlagent("run", str(run.dir), "--cadence", "soon")
     assert bad.returncode == 2 and "bad cadence" in bad.stderr and "Traceback" not in bad.stderr
+    huge = rlagent("run", str(run.dir), "--cadence", "99999999999h")  # overflowed the clock: a traceback
+    assert huge.returncode == 2 and "at most a year" in huge.stderr and huge.stderr.strip().count("\n") == 0
     conf = tmp_path / "bad.toml"
     conf.write_text("[thresholds\n")
     assert "malformed TOML" in rlagent("check", str(run.dir), "--config", str(conf)).stderr

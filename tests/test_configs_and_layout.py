@@ -88,12 +88,14 @@ def test_not_a_run_is_a_clear_error(tmp_path):
         discover_run(tmp_path / "empty")
 
 
-@pytest.mark.parametrize(("text", "seconds"), [("30s", 30), ("10m", 600), ("1h", 3600), ("1h30m", 5400), ("2d", 172800)])
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("30s", 30), ("10m", 600), ("1h", 3600), ("1h30m", 5400), ("2d", 172800), ("366d", 366 * 86400)]
+)
 def test_cadence(text, seconds):
     assert parse_cadence(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["", "1x", "h1", "0s", "-5m", "1.5h"])
+@pytest.mark.parametrize("text", ["", "1x", "h1", "0s", "-5m", "1.5h", "367d", "99999999999h"])
 def test_bad_cadence(text):
     with pytest.raises(ValueError, match="bad cadence"):
         parse_cadence(text)

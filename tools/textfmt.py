@@ -7,6 +7,8 @@ import re
 
 _CADENCE = re.compile(r"(\d+)(d|h|m|s)")
 _UNITS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+MAX_CADENCE_S = 366 * 86400
+"""Longer waits are a typo; they would overflow the clock's sleep and the dates computed from them."""
 _BARS = "▁▂▃▄▅▆▇█"
 
 
@@ -19,6 +21,8 @@ def parse_cadence(text: str) -> int:
     seconds = sum(int(n) * _UNITS[u] for n, u in parts)
     if seconds <= 0:
         raise ValueError(f"bad cadence {text!r}: must be longer than 0s")
+    if seconds > MAX_CADENCE_S:
+        raise ValueError(f"bad cadence {text!r}: at most a year (366d)")
     return seconds
 
 
