@@ -123,3 +123,7 @@ def test_bad_settings_are_one_clear_line(tmp_path):
         load_settings(bad)
     with pytest.raises(ConfigError, match=r"setting cadence: .*bad cadence"):
         load_settings(None, cadence="soon")
+    typo = tmp_path / "typo.toml"
+    typo.write_text("[thresholds]\nentropy_collapse_ratoi = 0.2\n")  # used to be ignored: the default judged on
+    with pytest.raises(ConfigError, match=r"setting thresholds\.entropy_collapse_ratoi: Extra inputs are not permitted"):
+        load_settings(typo)

@@ -6,11 +6,13 @@ it stays a plain BaseModel with a docstring per field saying what the number mea
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class Thresholds(BaseModel):
     """Starting thresholds of reference/findings.md; fractions are in [0, 1]."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt threshold in a config is an error, not a silent default
 
     # --- How rules look at a series -------------------------------------------------------
     warmup_steps: int = Field(10, ge=0)
