@@ -88,7 +88,12 @@ def entry_marker(key: str, checkin: int, digest: str | None = None) -> str:
 def _open(path: Path, flags: int = os.O_RDWR | os.O_APPEND) -> int:
     """A file of ours in the run dir, for writing: a regular file with one name, never a symlink,
     a hard link to some other file, a FIFO or a device (the run dir is not ours to trust)."""
-    fd = os.open(path, flags | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    try:
+        fd = os.open(path, flags | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and os.path.islink(path):  # O_NOFOLLOW's refusal, not a loop
+            raise UnsafeFile(path, "a symbolic link; rlagent only appends to a regular file of its own") from None
+        raise
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
         os.close(fd)
