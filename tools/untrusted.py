@@ -19,8 +19,8 @@ Line breaks stay line breaks: CRLF, a lone CR (a progress bar redrawing its line
 separators U+001C-U+001E, NEL (U+0085) and U+2028/U+2029 become a newline.
 
 The other functions shape clean text for one place: `clip` (one bounded line, for prompts and
-JSON), `md_code` (inside a markdown code span), `md_fence` (a fenced block, word for word),
-`prose` (free text on a markdown line: no code spans, HTML or links), `data_fence` (an
+JSON), `one_line` (an error message on a terminal), `md_code` (inside a markdown code span),
+`md_fence` (a fenced block, word for word), `prose` (free text on a markdown line: no code spans, HTML or links), `data_fence` (an
 `<untrusted>` block of a prompt) and `scrub` (every string of a report).
 """
 
@@ -59,6 +59,12 @@ def bounded(text: str, limit: int) -> str:
 def clip(text: object, limit: int) -> str:
     """One line (whitespace collapsed), no control characters, at most `limit` characters."""
     return bounded(" ".join(strip_controls(text).split()), limit)
+
+
+def one_line(text: object, limit: int) -> str:
+    """An error message for a terminal: no control sequences, its line breaks made spaces (its
+    own spacing kept: a path with two spaces stays that path), at most `limit` characters."""
+    return bounded(strip_controls(text).replace("\n", " "), limit)
 
 
 def md_code(text: object, limit: int = 300) -> str:

@@ -10,18 +10,8 @@ from typing import Annotated
 
 import typer
 
-from rlagent.commands.common import (
-    ConfigOpt,
-    HomeOpt,
-    LaunchOpt,
-    SessionOpt,
-    SocketOpt,
-    err,
-    fail,
-    open_monitor,
-    out,
-    settings_from,
-)
+from rlagent.commands.common import ConfigOpt, HomeOpt, LaunchOpt, SessionOpt, SocketOpt, fail, open_monitor, settings_from
+from rlagent.commands.console import err, out
 from rlagent.commands.offer import action_config, offer, print_outcome, succeeded, who
 
 

@@ -8,6 +8,7 @@ import sys
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from rlagent.commands.common import (
     ApproveOpt,
@@ -22,13 +23,13 @@ from rlagent.commands.common import (
     TzOpt,
     VerboseOpt,
     open_monitor,
-    out,
     setup_logging,
     summary_line,
     watch_settings,
     where_written,
     write_failed,
 )
+from rlagent.commands.console import out
 from rlagent.commands.offer import action_config, offer, succeeded
 from rlagent.commands.progress import working
 from rlagent.commands.render import show_entry
@@ -83,7 +84,7 @@ def check(
             return
         out.print(summary_line(report))
         if report["picked_from"]:
-            out.print(f"(newest run in {report['picked_from']}: {report['run_dir']})")
+            out.print(f"(newest run in {escape(report['picked_from'])}: {escape(report['run_dir'])})")
         out.print()
         show_entry(report["status_entry"], full=full)
         out.print(where_written(report, settings), markup=False)

@@ -12,15 +12,12 @@ from typing import Annotated, NoReturn
 
 import typer
 from loguru import logger
-from rich.console import Console
 
+from rlagent.commands.console import err, error_line
 from rlagent.config import ConfigError, Settings, load_settings
 from rlagent.graph.store import StoreError
 from rlagent.models.actions import ApprovalMode
 from rlagent.tools.layout import RunNotFound, discover_run
-
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 HEALTH_STYLE = {"Healthy": "bold green", "Degraded": "bold yellow", "Down": "bold red"}
 
@@ -65,7 +62,7 @@ LlmOpt = Annotated[
 
 def fail(message: str) -> NoReturn:
     """A user error: one line on stderr, exit status 2."""
-    err.print(f"[bold red]rlagent: error:[/] {message}", markup=True)
+    error_line(message)
     raise typer.Exit(2)
 
 

@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
-from rlagent.commands.common import err, fail, out, summary_line
+from rlagent.commands.common import fail, summary_line
+from rlagent.commands.console import err, out
 from rlagent.commands.offer import offer, print_outcome, who
 
 SCENARIO = "crash-python-h"
@@ -155,7 +157,8 @@ def demo(
             monitor.close()
         if server is not None:
             left = stop_server(server, run_dir)
-            out.print(f"removed the demo's tmux server (tmux -L {socket_name})" + (f"; still alive: {left}" if left else ""))
+            alive = f"; still alive: {escape(str(left))}" if left else ""
+            out.print(f"removed the demo's tmux server (tmux -L {socket_name})" + alive)
         if not keep:
             shutil.rmtree(tmp, ignore_errors=True)
 

@@ -10,7 +10,8 @@ from typing import Annotated
 
 import typer
 
-from rlagent.commands.common import LlmOpt, fail, out
+from rlagent.commands.common import LlmOpt, fail
+from rlagent.commands.console import out
 
 
 def diagnose(

@@ -27,9 +27,9 @@ from rlagent.commands.common import (
     SessionOpt,
     SocketOpt,
     fail,
-    out,
     settings_from,
 )
+from rlagent.commands.console import out
 
 STYLE = {"ok": "bold green", "warn": "bold yellow", "missing": "bold red"}
 

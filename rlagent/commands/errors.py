@@ -63,5 +63,7 @@ def run_guarded(app: Callable[[], object]) -> None:
         if known is None:
             raise
         message, status = known
-        sys.stderr.write(f"rlagent: error: {message}\n")
+        from rlagent.tools.untrusted import one_line  # a path or a config value: no control sequence reaches the terminal
+
+        sys.stderr.write(f"rlagent: error: {one_line(message, 2000)}\n")
         sys.exit(status)

@@ -21,13 +21,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
-from rich.console import Console
+from rich.markup import escape
+
+from rlagent.commands.console import error_line, out
 
 if TYPE_CHECKING:
     from rlagent.evals.scoring import Scoreboard
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
 TIERS = ("easy", "medium", "hard")
 
 
@@ -38,7 +38,7 @@ class LLMChoice(StrEnum):
 
 
 def _fail(message: str) -> NoReturn:
-    err.print(f"[bold red]rlagent: error:[/] {message}", markup=True)
+    error_line(message)
     raise typer.Exit(2)
 
 
@@ -162,7 +162,7 @@ def _real(as_json: bool, strict: bool) -> None:
     try:
         cases = real_cases()
     except RealCaseError as exc:
-        err.print(f"[bold red]rlagent: error:[/] {exc}", markup=True)
+        error_line(exc)
         raise typer.Exit(2) from exc
 
     def judge(case):
@@ -375,7 +375,7 @@ def _print(board: Scoreboard, diffs: dict[str, list[str]], frameworks: dict[str,
         f"wall {summary['wall_seconds']:.1f}s (replays {summary['replay_seconds']:.1f}s)"
     )
     for name, problems in board.errors.items():
-        out.print(f"[bold red]cannot replay {name}:[/] " + "; ".join(problems), markup=True)
+        out.print(f"[bold red]cannot replay {escape(name)}:[/] " + escape("; ".join(problems)), markup=True)
     if diffs:
         out.print()
         for lines in diffs.values():

@@ -13,11 +13,11 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-out = Console(highlight=False, soft_wrap=True)
+from rlagent.commands.console import out
+
 STYLE = {"Healthy": "green", "Degraded": "yellow", "Down": "bold red"}
 
 

@@ -9,7 +9,9 @@ import getpass
 import os
 import socket
 
-from rlagent.commands.common import err, out
+from rich.markup import escape
+
+from rlagent.commands.console import err, out
 from rlagent.models.actions import LaunchStatus
 
 
@@ -34,7 +36,7 @@ def action_config(settings, notify=None):
         decision_expiry_s=settings.seconds("decision_expiry"),
         verify_timeout_s=settings.seconds("verify_timeout"),
         max_restarts_per_day=settings.max_restarts_per_day,
-        notify=notify or (lambda line: out.print(f"  [dim]{line}[/]", markup=True)),
+        notify=notify or (lambda line: out.print(f"  [dim]{escape(line)}[/]", markup=True)),  # it may quote pane text
     )
 
 

@@ -8,7 +8,8 @@ import re
 
 from rich.markup import escape
 
-from rlagent.commands.common import HEALTH_STYLE, out
+from rlagent.commands.common import HEALTH_STYLE
+from rlagent.commands.console import out
 
 SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
 _FINDING = re.compile(r"^- \[(critical|warning|info)\] ")

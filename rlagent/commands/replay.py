@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
+from rich.markup import escape
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+from rlagent.commands.console import error_line, out
+
 STYLE = {"Healthy": "bold green", "Degraded": "bold yellow", "Down": "bold red"}
 
 
@@ -49,14 +49,14 @@ def replay(
         with working(f"replaying {loaded.name}", enabled=not as_json):
             result = run_replay(loaded, workdir=keep)
     except (FixtureError, FixturesNotFound) as exc:
-        err.print(f"[bold red]rlagent: error:[/] {exc}", markup=True)
+        error_line(exc)
         raise typer.Exit(2) from None
     if as_json:
         sys.stdout.write(json.dumps(result.model_dump(mode="json"), indent=2) + "\n")
         return
     case = result.case
     score = score_fixture(result)
-    out.print(f"[bold]{result.fixture}[/]: {case.title} ({', '.join(_about(case))})")
+    out.print(f"[bold]{escape(result.fixture)}[/]: {escape(case.title)} ({escape(', '.join(_about(case)))})")
     for c in result.checkins:
         accepted = [h.value for h in case.health_at(c.index)]
         health = c.health or "n/a"

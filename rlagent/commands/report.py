@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
-out = Console(highlight=False, soft_wrap=True)
+from rlagent.commands.console import out
 
 
 def build(roots: list[Path], settings, *, entries: int, output: Path) -> tuple[int, float, list[str]]:

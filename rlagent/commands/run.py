@@ -21,14 +21,13 @@ from rlagent.commands.common import (
     SocketOpt,
     TzOpt,
     VerboseOpt,
-    err,
     open_monitor,
-    out,
     say_write_outcome,
     setup_logging,
     summary_line,
     watch_settings,
 )
+from rlagent.commands.console import err, out
 from rlagent.commands.offer import action_config, offer
 from rlagent.commands.progress import working
 from rlagent.models.actions import ApprovalMode

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
-out = Console(highlight=False, soft_wrap=True)
+from rlagent.commands.console import out
+from rlagent.tools.untrusted import clip
 
 RunArg = Annotated[Path, typer.Argument(help="The run directory (one run, not a folder of runs).")]
 HomeOpt = Annotated[Path | None, typer.Option("--home", help="Where run state is kept (env RLAGENT_HOME).")]
@@ -117,8 +117,8 @@ def silence(
             Silence(
                 finding_id=finding_id,
                 until=now + timedelta(seconds=seconds),
-                reason=" ".join(reason.split())[:300],
-                by=by or _user(),
+                reason=clip(reason, 300),  # one clean line: it is shown in terminals, STATUS.md and the report
+                by=clip(by or _user(), 100),
                 created_at=now,
             )
         )
@@ -151,7 +151,7 @@ def ack(
             common.fail(f"no open incident {finding_id!r} on {run.run_dir} (open: {open_ids})")
             return
         with db.conn:
-            db.save_incident(incident.model_copy(update={"acked_by": by or _user(), "acked_at": datetime.now(UTC)}))
+            db.save_incident(incident.model_copy(update={"acked_by": clip(by or _user(), 100), "acked_at": datetime.now(UTC)}))
         out.print(f"acknowledged {escape(finding_id)} on {escape(run.name)} (open since check-in #{incident.opened_checkin})")
     finally:
         db.close()

@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
+from rich.markup import escape
 
-err = Console(stderr=True, highlight=False, soft_wrap=True)
-out = Console(highlight=False, soft_wrap=True)
+from rlagent.commands.console import error_line, out
 
 HELP = (
     "Write a SIMULATED prime-rl run directory (for tests and demos, nothing more).\n\n"
@@ -40,7 +39,7 @@ LARGE_RUN_STEPS = 1000
 
 
 def _fail(message: str) -> None:
-    err.print(f"[bold red]rlagent: error:[/] {message}", markup=True)
+    error_line(message)
     raise typer.Exit(2)
 
 
@@ -268,7 +267,7 @@ def _write(scenario, run_dir: Path, overwrite: bool) -> None:
     what = f"attempt {scenario.attempt} from step {scenario.resume_step}" if scenario.resume_step else f"{scenario.steps} steps"
     expects = ", ".join(scenario.expects) or "no warning"
     out.print(
-        f"wrote {run_dir} ({scenario.name}, layout {scenario.layout}, seed {scenario.seed}, {what}) in {took:.2f}s; "
+        f"wrote {escape(str(run_dir))} ({scenario.name}, layout {scenario.layout}, seed {scenario.seed}, {what}) in {took:.2f}s; "
         f"a check-in should report: {expects}"
         + (f" (signal from step {scenario.signal_step})" if scenario.signal_step and scenario.expects else "")
     )

@@ -12,7 +12,8 @@ from typing import Annotated
 import typer
 
 from rlagent import import_late
-from rlagent.commands.common import open_monitor, out, settings_from
+from rlagent.commands.common import open_monitor, settings_from
+from rlagent.commands.console import out
 from rlagent.commands.offer import pending_hint
 
 

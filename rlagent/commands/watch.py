@@ -13,11 +13,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+from rlagent.commands.console import out
+
 STYLE = {"Healthy": "green", "Degraded": "yellow", "Down": "bold red"}
 
 
