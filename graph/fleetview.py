@@ -68,12 +68,22 @@ def find_runs(
             if depth >= max_depth:
                 continue
             try:
-                children = sorted(e.path for e in os.scandir(folder) if not e.name.startswith(".") and e.is_dir())
+                with os.scandir(folder) as entries:
+                    children = sorted(e.path for e in entries if not e.name.startswith(".") and _is_dir(e))
             except OSError as exc:
                 notes.append(f"{folder}: cannot be listed ({exc.strerror or exc})")
                 continue
             stack.extend((Path(c), depth + 1) for c in reversed(children))
     return sorted(runs.values(), key=lambda r: r.run_dir), notes
+
+
+def _is_dir(entry: os.DirEntry) -> bool:
+    """A folder to look into; a symlink loop or a link that cannot be followed is not one (and
+    must not stop the listing of its siblings)."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 def activity_time(run_dir: str) -> float:

@@ -123,9 +123,28 @@ def find_run(run_dir: Path, framework: str | None = None):
     if framework == "prime-rl":
         return discover_run(run_dir)
     try:
-        return discover(run_dir, framework)
+        found = discover(run_dir, framework)
     except NoFramework:
         return discover_run(run_dir)  # prime-rl's own message says what is missing
+    return found if framework is not None else newest_of_several(Path(run_dir), found)
+
+
+def newest_of_several(path: Path, found):
+    """A folder of several verl, TRL or OpenRLHF runs is not one run: read as one, their logs would
+    be merged. As for a prime-rl output dir, the newest of them is the run (`picked_from` says so),
+    the runs being those `rlagent watch` finds there."""
+    from rlagent.models.run import Framework
+    from rlagent.tools.adapters import run_here
+
+    if found.framework is Framework.PRIME_RL or found.picked_from is not None or run_here(path) is not None:
+        return found
+    from rlagent.graph.fleetview import activity_time, find_runs
+
+    runs, _ = find_runs([path], max_depth=2)
+    if len(runs) < 2:
+        return found
+    newest = max(runs, key=lambda run: activity_time(run.run_dir))
+    return newest.model_copy(update={"picked_from": str(path)})
 
 
 def effects_for(settings: Settings):

@@ -24,19 +24,13 @@ STYLE = {"Healthy": "green", "Degraded": "yellow", "Down": "bold red"}
 def is_fleet(path: Path) -> bool:
     """The path is not a run itself (a folder of prime-rl runs, or of nothing rlagent reads). A verl,
     TRL or OpenRLHF run is a run: its status is the run's, as before `watch` existed."""
-    from rlagent.tools.adapters import NoFramework, discover
-    from rlagent.tools.layout import RunNotFound, discover_run
+    from rlagent.commands.common import find_run
+    from rlagent.tools.layout import RunNotFound
 
     try:
-        return discover_run(path).picked_from is not None
-    except RunNotFound:
-        if not path.is_dir():
-            return False
-    try:
-        discover(path)
-    except (NoFramework, RunNotFound, OSError):
-        return True
-    return False
+        return find_run(path).picked_from is not None  # an output dir, or a folder, of several runs
+    except (RunNotFound, OSError):
+        return path.is_dir()
 
 
 def run_alerts(home: Path, run_dir: str) -> dict:
