@@ -31,9 +31,10 @@ from rlagent.tools.adapters.console import ConsoleState, add_row, analyse
 from rlagent.tools.frameworks import detect, tensorboard, trl, wandb_csv, wandb_offline
 from rlagent.tools.frameworks.lines import decode
 from rlagent.tools.frameworks.records import MetricRow, numeric_values
-from rlagent.tools.inputtail import MAX_INPUT
 
 _WANDB_MAGIC = b":W&B"
+_READ_WHOLE = frozenset({"wandb", "tensorboard", "trainer_state"})
+"""Exports their readers read whole from the input file (`_export`), not from its judged tail."""
 _EXCERPT_LINES = 300
 _DETECT_BYTES = 512 * 1024
 """Framework detection reads the head and the tail of a long text (step lines start early, crashes end it)."""
@@ -82,8 +83,8 @@ class Diagnosis:
         }
 
 
-def read_input(path: str | Path | None, data: bytes | None = None) -> tuple[bytes, str, list[str]]:
-    """(bytes, display name, notes) of a file, of `data`, or of stdin when `path` is "-";
+def read_input(path: str | Path | None, data: bytes | None = None) -> tuple[inputtail.Input, str]:
+    """(what was read, display name) of a file, of `data`, or of stdin when `path` is "-";
     DiagnoseError when it cannot be read."""
     name = "-" if path is None or str(path) == "-" else str(path)
     try:
@@ -95,14 +96,14 @@ def read_input(path: str | Path | None, data: bytes | None = None) -> tuple[byte
             if Path(name).is_dir():
                 raise DiagnoseError(f"{name} is a directory: use `rlagent check {name}` for a run directory")
             with inputtail.open_input(name) as handle:
-                read = inputtail.read_input(handle, name)
+                read = inputtail.read_input(handle, name, Path(name))
     except inputtail.InputError as exc:
         raise DiagnoseError(str(exc)) from None
     except OSError as exc:
         raise DiagnoseError(f"{name}: cannot read ({exc.strerror or exc})") from exc
     if not read.data.strip():
         raise DiagnoseError(f"{name}: empty input, nothing to judge")
-    return read.data, name, read.notes
+    return read, name
 
 
 def _binary(data: bytes) -> bool:
@@ -132,33 +133,32 @@ def _rows_read(rows: list[MetricRow], framework: str, rel: str) -> FileRead:
     return out
 
 
-def _metrics_file(data: bytes, name: str, framework: str | None, notes: list[str]) -> tuple[FileRead, str, str] | None:
-    """(read, framework, source_kind) for a metrics export, or None when `data` is not one."""
+def _metrics_file(given: inputtail.Input, name: str, framework: str | None, notes: list[str]) -> tuple[FileRead, str, str] | None:
+    """(read, framework, source_kind) for a metrics export, or None when the input is not one."""
     lower = name.lower()
-    if data.startswith(_WANDB_MAGIC) or lower.endswith(".wandb"):
-        with _spilled(data, name) as spilled:
-            read = wandb_offline.read_wandb_file(spilled, step_key="train/global_step")
+    if given.head.startswith(_WANDB_MAGIC) or lower.endswith(".wandb"):
+        with _export(given, name, "a .wandb file") as path:
+            read = wandb_offline.read_wandb_file(path, step_key="train/global_step")
         notes += read.notes
         fw = framework or _guess_from_keys({k for r in read.rows for k in r.values}) or "verl"
         return _rows_read(read.rows, fw, name), fw, "wandb"
     if "tfevents" in lower:
-        with _spilled(data, name) as spilled:
-            read = tensorboard.read_scalars(spilled)
+        with _export(given, name, "a TensorBoard event file") as path:
+            read = tensorboard.read_scalars(path)
         notes += read.notes
         fw = framework or _guess_from_keys({r.tag for r in read.rows}) or "verl"
         rows = [MetricRow(step=s, values=v) for s, v in tensorboard.by_step(read.rows).items()]
         return _rows_read(rows, fw, name), fw, "tensorboard"
-    text = decode(data[:MAX_INPUT])
-    stripped = text.lstrip()
-    if stripped.startswith("{") and '"log_history"' in text[:5_000_000]:
-        with _spilled(data, name) as spilled:
-            read = trl.read_trainer_state(spilled)
+    head = decode(given.head).lstrip()
+    if head.startswith("{") and '"log_history"' in head:  # HF writes its keys sorted: log_history comes early
+        with _export(given, name, "a trainer_state.json") as path:
+            read = trl.read_trainer_state(path)
         notes += read.notes
         return _rows_read(read.rows, framework or "trl", name), framework or "trl", "trainer_state"
-    first = stripped.split("\n", 1)[0]
+    first = head.split("\n", 1)[0]
     if first.startswith('{"step"') or first.startswith('{"step":'):
         rows, bad = [], 0
-        for line in text.splitlines():
+        for line in _whole_lines(given).splitlines():
             try:
                 obj = json.loads(line)
                 values = (
@@ -175,11 +175,35 @@ def _metrics_file(data: bytes, name: str, framework: str | None, notes: list[str
         return _rows_read(rows, fw, name), fw, "metrics_jsonl"
     columns = [c.strip().strip('"') for c in first.split(",")]
     if len(columns) > 1 and any(col in columns for col in wandb_csv.STEP_COLUMNS):
+        text = first + "\n" + _whole_lines(given) if given.cut else decode(given.data)  # a cut tail lost its header
         read = wandb_csv.parse_csv(text)
         notes += read.notes
         fw = framework or _guess_from_keys({k for r in read.rows for k in r.values}) or "verl"
         return _rows_read(read.rows, fw, name), fw, "wandb_csv"
     return None
+
+
+def _whole_lines(given: inputtail.Input) -> str:
+    """The judged bytes as text, from their first whole line (the tail of a cut input begins inside one)."""
+    data = given.data[given.data.find(b"\n") + 1 :] if given.cut else given.data
+    return decode(data)
+
+
+@contextmanager
+def _export(given: inputtail.Input, name: str, what: str) -> Iterator[Path]:
+    """An export as a file its reader reads whole: the input file itself, or a private copy of a
+    stream that was read whole. A record format cannot be read from the middle, so a cut stream
+    is an error, never a run judged on nothing."""
+    if given.file is not None:
+        yield given.file
+        return
+    if given.cut:
+        raise DiagnoseError(
+            f"{name}: {what} of {given.total / 2**20:.0f} MB cannot be judged from its last {inputtail.MAX_INPUT >> 20} MB, "
+            "which is all a pipe or a .gz keeps: give the file itself"
+        )
+    with _spilled(given.data, name) as path:
+        yield path
 
 
 @contextmanager
@@ -193,16 +217,19 @@ def _spilled(data: bytes, name: str) -> Iterator[Path]:
 
 
 def diagnose(path: str | Path | None, framework: str | None = None, *, data: bytes | None = None) -> Diagnosis:
-    raw, name, notes = read_input(path, data)
+    given, name = read_input(path, data)
+    raw, notes = given.data, list(given.notes)
     short = Path(name).name if name != "-" else "stdin"
     metrics = None
-    if raw.startswith(_WANDB_MAGIC) or "tfevents" in name.lower() or not _binary(raw):
-        metrics = _metrics_file(raw, name, framework, notes)
-    elif not raw.startswith(_WANDB_MAGIC):
+    if given.head.startswith(_WANDB_MAGIC) or "tfevents" in name.lower() or not _binary(raw):
+        metrics = _metrics_file(given, name, framework, notes)
+    else:
         raise DiagnoseError(
             f"{name}: a binary file, not a log or a metrics export rlagent knows (W&B CSV, verl JSONL, "
             "trainer_state.json, TensorBoard event file, .wandb)"
         )
+    if given.cut_note and not (metrics is not None and metrics[2] in _READ_WHOLE and given.file is not None):
+        notes.insert(len(given.notes), given.cut_note)
     if metrics is not None:
         read, fw, kind = metrics
     else:

@@ -17,6 +17,7 @@ from tensorboard.compat.proto import event_pb2, summary_pb2
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
 from rlagent.agents.excerpt import DiagnoseError, diagnose
+from rlagent.tools import inputtail
 
 from wandbkit import frame, history_record
 
@@ -245,3 +246,42 @@ def test_a_gzip_that_breaks_off_is_judged_up_to_the_break(tmp_path):
     big.write_bytes(gzip.compress((source * (40 * 2**20 // len(source) + 1))[: 40 * 2**20]))
     notes = diagnose(big, "verl").notes
     assert "gzipped input, decompressed" in notes and "decompressed input is 40 MB: the last 32 MB were judged" in notes
+
+
+def test_an_export_longer_than_the_judged_tail_is_read_whole_or_refused(tmp_path, monkeypatch):
+    """A 48 MB TensorBoard file was judged on its last 32 MB, which no reader can start in the middle
+    of: "Healthy, no steps". A 53 MB trainer_state.json was read as a log, and a W&B CSV's tail had
+    lost its header. The judged tail is made 64 KB here so that small files are long."""
+    monkeypatch.setattr(inputtail, "MAX_INPUT", 64 << 10)
+    writer = EventFileWriter(str(tmp_path / "tb"))
+    for step in range(1, 2001):
+        for tag, value in (("critic/score/mean", step / 2000), ("actor/entropy", 1.0 - step / 4000)):
+            summary = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=tag, simple_value=value)])
+            writer.add_event(event_pb2.Event(wall_time=1.7e9 + step, step=step, summary=summary))
+    writer.close()
+    (events,) = (tmp_path / "tb").glob("*tfevents*")
+    assert events.stat().st_size > 2 * inputtail.MAX_INPUT
+    whole = diagnose(events)
+    assert (whole.source_kind, whole.steps_seen, whole.step) == ("tensorboard", 2000, 2000)
+    assert not any("were judged" in note for note in whole.notes)  # nothing was left out
+    packed = tmp_path / "events.tfevents.gz"
+    packed.write_bytes(gzip.compress(events.read_bytes()))
+    with pytest.raises(
+        DiagnoseError, match=r"TensorBoard event file of .* cannot be judged from its last .* give the file itself"
+    ):
+        diagnose(packed)
+
+    state = json.loads((REAL / "trl-grpo-state-truncation-chaos-economy" / "input.json").read_text())
+    state["log_history"] = [{**row, "step": step} for step, row in enumerate(state["log_history"] * 10, start=1)]
+    big_state = tmp_path / "trainer_state.json"
+    big_state.write_text(json.dumps(state, indent=2, sort_keys=True))
+    assert big_state.stat().st_size > inputtail.MAX_INPUT
+    read = diagnose(big_state)
+    assert (read.source_kind, read.framework, read.steps_seen) == ("trainer_state", "trl", len(state["log_history"]))
+
+    csv = tmp_path / "export.csv"
+    rows = "".join(f"{s},{s},0.5,1e-06\n" for s in range(1, 20001))
+    csv.write_text("_step,train/global_step,train/reward,train/learning_rate\n" + rows)
+    tail = diagnose(csv)
+    assert tail.source_kind == "wandb_csv" and tail.step == 20000 and 0 < tail.steps_seen < 20000
+    assert any("were judged" in note for note in tail.notes)  # a CSV is judged on its tail, and says so
