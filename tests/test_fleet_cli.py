@@ -186,3 +186,11 @@ def test_watch_a_fleet_of_every_framework(tmp_path):
     assert not (root / "verl-sweep" / "STATUS.md").exists()  # a folder of runs is not a run
     html = report.read_text()
     assert all(name in html for name in rows)
+
+
+def test_a_report_path_that_cannot_be_written_is_refused_before_the_first_round(fleet, tmp_path):
+    """It was a note after every round, of a watch that may run for days, exit status 0."""
+    for report, says in ((tmp_path, "a directory"), (tmp_path / "nope" / "fleet.html", "its folder does not exist")):
+        done = rlagent("watch", str(fleet), "--offline", "--max-rounds", "1", "--report", str(report))
+        assert done.returncode == 2 and f"--report {report}: {says}" in done.stderr, done.stderr
+        assert done.stderr.strip().count("\n") == 0 and "round 1" not in done.stdout

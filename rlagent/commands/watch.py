@@ -126,6 +126,11 @@ def watch(
     for root in roots:
         if not root.is_dir():
             common.fail(f"{root}: {'no such directory' if not root.exists() else 'not a directory'}")
+    report_path = settings.watch.report
+    if report_path is not None and (report_path.is_dir() or not report_path.parent.is_dir()):
+        # Said now, not as a note after every round of a watch that may run for days.
+        what = "a directory: give a file, such as report.html in it" if report_path.is_dir() else "its folder does not exist"
+        common.fail(f"--report {report_path}: {what}")
     actions = action_config(settings, notify=lambda line: None)
     common.llm_runtime(settings)  # says once why Claude is off when it was asked for
     from rlagent.agents.llm.runtime import LLMRuntime
