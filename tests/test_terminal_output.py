@@ -82,3 +82,19 @@ def test_an_os_error_naming_a_hostile_file_is_one_clean_line(capsys):
     assert stopped.value.code == 1
     err = capsys.readouterr().err
     assert err == "rlagent: error: /runs/a b: Permission denied\n"
+
+
+def test_a_logged_warning_keeps_no_control_sequence(capsys):
+    from loguru import logger
+
+    from rlagent.commands.common import setup_logging
+
+    setup_logging(verbose=False)
+    try:
+        logger.warning("reviewer failed: {}", f"log line {TITLE} quoted")  # an exception's text, say
+    finally:
+        logger.remove()
+        logger.configure(patcher=None)
+        logger.disable("rlagent")
+    err = capsys.readouterr().err
+    assert "WARNING reviewer failed: log line  quoted" in err and no_controls(err)

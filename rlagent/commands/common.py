@@ -67,8 +67,12 @@ def fail(message: str) -> NoReturn:
 
 
 def setup_logging(verbose: bool) -> None:
+    from rlagent.tools.untrusted import strip_controls
+
     logger.remove()
     logger.enable("rlagent")
+    # A message may carry a path or an exception's text: like the consoles, stderr gets no control sequence.
+    logger.configure(patcher=lambda record: record.update(message=strip_controls(record["message"])))
     logger.add(sys.stderr, level="DEBUG" if verbose else "WARNING", format="<dim>{time:HH:mm:ss}</dim> {level} {message}")
 
 
