@@ -31,6 +31,7 @@ from rlagent.tools.adapters.console import ConsoleState, add_row, analyse
 from rlagent.tools.frameworks import detect, tensorboard, trl, wandb_csv, wandb_offline
 from rlagent.tools.frameworks.lines import decode
 from rlagent.tools.frameworks.records import MetricRow, numeric_values
+from rlagent.tools.safefs import UnsafeFile, open_regular
 
 _WANDB_MAGIC = b":W&B"
 _READ_WHOLE = frozenset({"wandb", "tensorboard", "trainer_state"})
@@ -95,10 +96,12 @@ def read_input(path: str | Path | None, data: bytes | None = None) -> tuple[inpu
         else:
             if Path(name).is_dir():
                 raise DiagnoseError(f"{name} is a directory: use `rlagent check {name}` for a run directory")
-            with inputtail.open_input(name) as handle:
+            with open_regular(name, pipes=True) as handle:
                 read = inputtail.read_input(handle, name, Path(name))
     except inputtail.InputError as exc:
         raise DiagnoseError(str(exc)) from None
+    except UnsafeFile as exc:
+        raise DiagnoseError(f"{name}: {exc.strerror}: give a file, a pipe, or - for stdin") from None
     except OSError as exc:
         raise DiagnoseError(f"{name}: cannot read ({exc.strerror or exc})") from exc
     if not read.data.strip():

@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from rlagent.tools.safefs import UnsafeFile, kind_of
-
 MAX_INPUT = 32 << 20
 """Bytes judged at most: of a longer input, the last ones."""
 MAX_GUNZIP = 256 << 20
@@ -50,21 +48,6 @@ class Input:
     def cut_note(self) -> str | None:
         """What a judge of `data` alone must say (a reader of `file` reads all of it)."""
         return f"{self.what} is {self.total / 2**20:.0f} MB: the last {MAX_INPUT >> 20} MB were judged" if self.cut else None
-
-
-def open_input(path: str | os.PathLike) -> BinaryIO:
-    """A regular file or a pipe. O_NONBLOCK lets the open of a FIFO with no writer return at once;
-    read then, it is empty. Anything else (a terminal, /dev/zero) raises OSError."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        mode = os.fstat(fd).st_mode
-        if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
-            raise UnsafeFile(path, f"{kind_of(mode)}: give a file, a pipe, or - for stdin")
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
 
 
 def read_input(handle: io.BufferedReader, name: str, file: Path | None = None) -> Input:

@@ -69,18 +69,19 @@ def regular_stat(path: str | os.PathLike, root: str | os.PathLike | None = None)
     return st
 
 
-def open_regular(path: str | os.PathLike, root: str | os.PathLike | None = None) -> BinaryIO:
+def open_regular(path: str | os.PathLike, root: str | os.PathLike | None = None, *, pipes: bool = False) -> BinaryIO:
     """Open a regular file for binary reading without ever blocking.
 
     O_NONBLOCK makes opening a FIFO return at once; the open file is then checked (fstat, so a
-    swap between a check and the open cannot fool it) and refused unless it is a regular file.
+    swap between a check and the open cannot fool it) and refused unless it is a regular file,
+    or with `pipes` a FIFO too (read like stdin: one with no writer reads as empty at once).
     """
     if root is not None:
         check_inside(path, root)
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
+        if not (stat.S_ISREG(mode) or (pipes and stat.S_ISFIFO(mode))):
             raise UnsafeFile(path, f"{kind_of(mode)}, not read")
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
