@@ -1,6 +1,7 @@
-"""The bytes `rlagent diagnose` judges, from a file, a pipe (a FIFO, `<(cmd)`) or stdin: at most the
-last MAX_INPUT of them (where a crash is), gzip decompressed as it streams (its tail alone could not
-be), never more than about twice that held in memory, and no wait on a FIFO that has no writer."""
+"""The bytes `rlagent diagnose` judges, from a file, a pipe (a FIFO, `<(cmd)`, opened by
+safefs.open_regular without waiting for a writer) or stdin: at most the last MAX_INPUT of them
+(where a crash is), gzip decompressed as it streams (its tail alone could not be), never more than
+about twice that held in memory; and the first HEAD bytes, which say what the input is."""
 
 from __future__ import annotations
 
