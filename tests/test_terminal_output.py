@@ -98,3 +98,22 @@ def test_a_logged_warning_keeps_no_control_sequence(capsys):
         logger.disable("rlagent")
     err = capsys.readouterr().err
     assert "WARNING reviewer failed: log line  quoted" in err and no_controls(err)
+
+
+def test_a_launch_note_quoting_the_pane_is_printed_as_text(capsys):
+    """The verification quotes the Launcher pane's last lines; `[/]` there ended the command with a
+    MarkupError right after a restart was sent."""
+    from datetime import UTC, datetime
+    from types import SimpleNamespace
+
+    from rlagent.commands.offer import print_outcome
+    from rlagent.models.actions import Decision, LaunchOutcome, LaunchStatus, TmuxTarget
+
+    now = datetime(2026, 11, 27, tzinfo=UTC)
+    note = f"not verified: the command exited; the pane's last lines: [/] [bold]x{CLEAR}"
+    launch = LaunchOutcome(
+        status=LaunchStatus.SENT, decision=Decision(approved=True, by="alice", at=now), note=note, target=TmuxTarget(), at=now
+    )
+    assert print_outcome(SimpleNamespace(out=SimpleNamespace(launch=launch))) is False
+    err = capsys.readouterr().err
+    assert "the pane's last lines: [/] [bold]x" in err and no_controls(err)

@@ -61,7 +61,7 @@ def print_outcome(state) -> bool:
         return True
     ok = succeeded(launch)
     style = "bold green" if launch.status is LaunchStatus.SENT and ok else "bold" if ok else "bold red"
-    (out if ok else err).print(f"[{style}]{launch.status.value}[/]: {launch.note}", markup=True)
+    (out if ok else err).print(f"[{style}]{launch.status.value}[/]: {escape(launch.note)}", markup=True)  # it may quote the pane
     if launch.sent:
         out.print(f"sent to {launch.target.describe()}: {launch.sent}", markup=False)
     return ok
