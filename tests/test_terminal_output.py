@@ -117,3 +117,17 @@ def test_a_launch_note_quoting_the_pane_is_printed_as_text(capsys):
     assert print_outcome(SimpleNamespace(out=SimpleNamespace(launch=launch))) is False
     err = capsys.readouterr().err
     assert "the pane's last lines: [/] [bold]x" in err and no_controls(err)
+
+
+def test_progress_shows_names_as_text(monkeypatch):
+    """A fixture named `a[/]b` broke the progress bar of `eval` and `replay` on a terminal (MarkupError)."""
+    from rich.console import Console
+
+    from rlagent.commands import progress
+
+    sink = io.StringIO()
+    monkeypatch.setattr(progress, "_console", lambda: Console(file=sink, force_terminal=True, width=100))
+    assert list(progress.progress(["a[/]b", "c"], "replaying [/]x", label=str)) == ["a[/]b", "c"]
+    with progress.working("checking [/]y"):
+        pass
+    assert "replaying [/]x" in sink.getvalue() and "checking [/]y" in sink.getvalue()

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from typing import TypeVar
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 T = TypeVar("T")
@@ -40,9 +41,9 @@ def progress(
         console=console,
         transient=True,
     ) as bar:
-        task = bar.add_task(description, total=len(items), item="")
+        task = bar.add_task(escape(description), total=len(items), item="")  # names are text, not markup
         for item in items:
-            bar.update(task, item=label(item) if label else "")
+            bar.update(task, item=escape(label(item)) if label else "")
             yield item
             bar.advance(task)
 
@@ -55,5 +56,5 @@ def working(description: str, *, enabled: bool = True) -> Iterator[None]:
         yield
         return
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console, transient=True) as bar:
-        bar.add_task(description, total=None)
+        bar.add_task(escape(description), total=None)
         yield
