@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -285,3 +286,45 @@ def test_an_export_longer_than_the_judged_tail_is_read_whole_or_refused(tmp_path
     tail = diagnose(csv)
     assert tail.source_kind == "wandb_csv" and tail.step == 20000 and 0 < tail.steps_seen < 20000
     assert any("were judged" in note for note in tail.notes)  # a CSV is judged on its tail, and says so
+
+
+def test_stdin_typed_at_a_terminal_is_asked_for(tmp_path):
+    """`rlagent diagnose -` typed without a pipe used to wait in silence; it now says what it reads."""
+    import pty
+    import select
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: rlagent on a terminal
+        os.execv(sys.executable, [*RLAGENT, "diagnose", "-"])
+    seen = b""
+
+    def read_until(done, seconds: float) -> None:
+        nonlocal seen
+        end = time.monotonic() + seconds
+        while not done() and time.monotonic() < end:
+            if select.select([fd], [], [], 0.1)[0]:
+                try:
+                    seen += os.read(fd, 65536)
+                except OSError:  # the child closed the terminal
+                    return
+
+    try:
+        read_until(lambda: b"paste it" in seen, 60)
+        assert b"reading the log from this terminal: paste it, then Ctrl-D" in seen, seen
+        os.write(fd, b"RuntimeError: CUDA error: out of memory\n")
+        time.sleep(0.2)
+        os.write(fd, b"\x04")  # Ctrl-D on an empty line: end of input
+        read_until(lambda: b"cannot judge" in seen, 60)
+    finally:
+        status = None
+        for _ in range(300):  # 30 s, then it is killed: a test never hangs on it
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            time.sleep(0.1)
+        else:
+            os.kill(pid, signal.SIGKILL)
+            _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert b"stdin: Down" in seen and b"cuda_oom" in seen

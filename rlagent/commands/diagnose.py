@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from rlagent.commands.common import LlmOpt, fail
-from rlagent.commands.console import out
+from rlagent.commands.console import err, out
 
 
 def diagnose(
@@ -34,6 +34,8 @@ def diagnose(
 
     if framework is not None and framework not in ("prime-rl", "verl", "trl", "openrlhf"):
         fail(f"--framework must be prime-rl, verl, trl or openrlhf, not {framework!r}")
+    if path == "-" and sys.stdin.isatty():  # typed, not piped: say what it waits for
+        err.print("rlagent: reading the log from this terminal: paste it, then Ctrl-D on an empty line", markup=False)
     try:
         result = judge(path, framework)  # "-": stdin, read as it streams
     except DiagnoseError as exc:
