@@ -20,8 +20,9 @@ separators U+001C-U+001E, NEL (U+0085) and U+2028/U+2029 become a newline.
 
 The other functions shape clean text for one place: `clip` (one bounded line, for prompts and
 JSON), `one_line` (an error message on a terminal), `md_code` (inside a markdown code span),
-`md_fence` (a fenced block, word for word), `prose` (free text on a markdown line: no code spans, HTML or links), `data_fence` (an
-`<untrusted>` block of a prompt) and `scrub` (every string of a report).
+`md_fence` (a fenced block, word for word), `prose` (free text on a markdown line: no code
+spans, HTML or links), `data_fence` (an `<untrusted>` block of a prompt) and `scrub` (every
+string of a report).
 """
 
 from __future__ import annotations
@@ -61,9 +62,10 @@ def clip(text: object, limit: int) -> str:
     return bounded(" ".join(strip_controls(text).split()), limit)
 
 
-def one_line(text: object, limit: int) -> str:
+def one_line(text: object, limit: int = 2000) -> str:
     """An error message for a terminal: no control sequences, its line breaks made spaces (its
-    own spacing kept: a path with two spaces stays that path), at most `limit` characters."""
+    own spacing kept: a path with two spaces stays that path), at most `limit` characters (an
+    exception may quote a whole config)."""
     return bounded(strip_controls(text).replace("\n", " "), limit)
 
 

@@ -15,10 +15,6 @@ from rich.text import Text
 
 from rlagent.tools.untrusted import one_line, strip_controls
 
-ERROR_LIMIT = 2000
-"""An error line is one line, and not a page: an exception may quote a whole config."""
-
-
 class PlainConsole(Console):
     """A rich Console whose every string (a printed one, a table cell) is stripped of control
     sequences before markup is read."""
@@ -33,4 +29,4 @@ err = PlainConsole(stderr=True, highlight=False, soft_wrap=True)
 
 def error_line(message: object) -> None:
     """`rlagent: error: <message>` on stderr, one line whatever the message holds."""
-    err.print(f"[bold red]rlagent: error:[/] {escape(one_line(message, ERROR_LIMIT))}", markup=True)
+    err.print(f"[bold red]rlagent: error:[/] {escape(one_line(message))}", markup=True)

@@ -65,5 +65,5 @@ def run_guarded(app: Callable[[], object]) -> None:
         message, status = known
         from rlagent.tools.untrusted import one_line  # a path or a config value: no control sequence reaches the terminal
 
-        sys.stderr.write(f"rlagent: error: {one_line(message, 2000)}\n")
+        sys.stderr.write(f"rlagent: error: {one_line(message)}\n")
         sys.exit(status)
