@@ -15,6 +15,7 @@ from rich.text import Text
 
 from rlagent.tools.untrusted import one_line, strip_controls
 
+
 class PlainConsole(Console):
     """A rich Console whose every string (a printed one, a table cell) is stripped of control
     sequences before markup is read."""
