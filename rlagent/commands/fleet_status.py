@@ -22,8 +22,8 @@ STYLE = {"Healthy": "green", "Degraded": "yellow", "Down": "bold red"}
 
 
 def is_fleet(path: Path) -> bool:
-    """The path is not a run itself (a folder of prime-rl runs, or of nothing rlagent reads). A verl,
-    TRL or OpenRLHF run is a run: its status is the run's, as before `watch` existed."""
+    """The path is not a run itself: a folder of several runs of any framework (as `check` and
+    `watch` find them), or of nothing rlagent reads. One run's status is the run's."""
     from rlagent.commands.common import find_run
     from rlagent.tools.layout import RunNotFound
 
