@@ -172,3 +172,20 @@ print("COLLECTED", len(collected), "GRAPH", "rlagent.graph.runner" in sys.module
     assert probed("check", "--help") == "COLLECTED 0 GRAPH False"
     assert probed("status", str(tmp_path), "--home", home).endswith("GRAPH False")  # a directory of runs: a table
     assert probed("status", str(run.dir), "--home", home) == "COLLECTED 0 GRAPH True"  # one run: its monitor
+
+
+def test_a_framework_forced_against_the_run_files_is_obeyed_and_said(tmp_path):
+    """A verl run read as TRL checks in Healthy with no step; the person is told what its files show."""
+    import shutil
+    from pathlib import Path
+
+    run = tmp_path / "run"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "evals" / "fixtures" / "87_verl-entropy-collapse" / "run", run)
+    home = str(tmp_path / "home")
+    forced = rlagent("check", str(run), "--framework", "trl", "--offline", "--json", "--home", home)
+    assert forced.returncode == 0, forced.stderr
+    assert json.loads(forced.stdout)["framework"] == "trl"
+    assert f"rlagent: note: {run} looks like a verl run; read as trl, as --framework asks" in forced.stderr
+    agreed = rlagent("check", str(run), "--framework", "verl", "--offline", "--json", "--home", home)
+    assert agreed.returncode == 0 and "looks like" not in agreed.stderr
+    assert json.loads(agreed.stdout)["health"] == "Degraded"

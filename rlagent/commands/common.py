@@ -124,6 +124,8 @@ def find_run(run_dir: Path, framework: str | None = None):
 
     if framework is not None and framework not in ("prime-rl", "verl", "trl", "openrlhf"):
         fail(f"--framework must be prime-rl, verl, trl or openrlhf, not {framework!r}")
+    if framework is not None:
+        _say_if_forced_against_the_files(Path(run_dir), framework)
     if framework == "prime-rl":
         return discover_run(run_dir)
     try:
@@ -131,6 +133,20 @@ def find_run(run_dir: Path, framework: str | None = None):
     except NoFramework:
         return discover_run(run_dir)  # prime-rl's own message says what is missing
     return found if framework is not None else newest_of_several(Path(run_dir), found)
+
+
+def _say_if_forced_against_the_files(path: Path, framework: str) -> None:
+    """--framework is obeyed, but a run read as another framework's than its files show would
+    check in Healthy with no step: the person is told which one the files show."""
+    from rlagent.tools.adapters import NoFramework, discover
+    from rlagent.tools.layout import RunNotFound
+
+    try:
+        shown = discover(path).framework.value
+    except (NoFramework, RunNotFound, OSError):
+        return
+    if shown != framework:
+        err.print(f"rlagent: note: {path} looks like a {shown} run; read as {framework}, as --framework asks", markup=False)
 
 
 def newest_of_several(path: Path, found):
