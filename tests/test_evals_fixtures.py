@@ -174,6 +174,8 @@ def test_eval_json_scores_the_given_fixtures_and_reports_broken_ones(tmp_path):
     strict = rlagent("eval", "--root", str(root), "--strict", "--tag", "easy")
     assert strict.returncode == 1 and "cannot replay 99_broken" in strict.stdout
     assert "2/2 fixtures as expected" in strict.stdout
+    only_broken = rlagent("eval", str(broken))  # nothing replayed: it exited 0, a failure as a success
+    assert only_broken.returncode == 1 and "cannot replay 99_broken" in only_broken.stdout
 
 
 def test_checkout_mtimes_do_not_matter(replays, tmp_path):

@@ -322,6 +322,8 @@ def test_messages_say_what_is_wrong(tmp_path):
     assert "--steps must be at least 1, not -5" in one_error_line(
         rlagent("simulate", "healthy-h", str(tmp_path / "r"), "--steps", "-5")
     )
+    huge = rlagent("simulate", "healthy-h", str(tmp_path / "r"), "--steps", "99999999999999")  # wrote until the disk filled
+    assert "--steps must be at most 1,000,000" in one_error_line(huge) and not (tmp_path / "r").exists()
     (tmp_path / "afile").write_text("x")
     assert "is a file, not a directory" in one_error_line(rlagent("simulate", "healthy-h", str(tmp_path / "afile")))
     (tmp_path / "empty" / "logs").mkdir(parents=True)

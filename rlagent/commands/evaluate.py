@@ -7,7 +7,7 @@ fixtures a second time with Claude as diagnostician and reviewers and prints its
 tokens and cost next to the rules-only scoreboard; without a key that column is skipped, said
 so. A fixture that cannot be replayed is listed with what is wrong while the
 others still run; the exit status is 0 unless `--strict` (then 1 if a fixture could not be
-replayed or a must-pass one differs from its case).
+replayed or a must-pass one differs from its case), or unless no fixture could be replayed at all (1).
 """
 
 from __future__ import annotations
@@ -149,6 +149,8 @@ def evaluate(
             _print_claude(board, claude)
     failed = any(f.must_pass and not f.passed for f in board.fixtures)
     if strict and (errors or failed):
+        raise typer.Exit(1)
+    if not scores:  # not one fixture replayed: there is no scoreboard to succeed with, --strict or not
         raise typer.Exit(1)
 
 

@@ -36,6 +36,8 @@ HELP = (
 
 LARGE_RUN_STEPS = 1000
 """From this many steps a written run takes long enough (seconds) to show a spinner on a terminal."""
+MAX_STEPS = 1_000_000
+"""A typo of a few more digits would write until the disk is full (the bench's 100,000 steps take 2.5 GB)."""
 
 
 def _fail(message: str) -> None:
@@ -89,6 +91,8 @@ def simulate(
         _fail("missing SCENARIO (see `rlagent simulate --list`)")
     if steps is not None and steps < 1:
         _fail(f"--steps must be at least 1, not {steps}")
+    if steps is not None and steps > MAX_STEPS:
+        _fail(f"--steps must be at most {MAX_STEPS:,} (about 25 KB a step on disk), not {steps:,}")
     target = out_dir or output_dir
     if target is not None and Path(target).exists() and not Path(target).is_dir():
         _fail(f"{target} is a file, not a directory: give a new or empty directory as OUT_DIR")
