@@ -324,6 +324,9 @@ def test_messages_say_what_is_wrong(tmp_path):
     )
     huge = rlagent("simulate", "healthy-h", str(tmp_path / "r"), "--steps", "99999999999999")  # wrote until the disk filled
     assert "--steps must be at most 1,000,000" in one_error_line(huge) and not (tmp_path / "r").exists()
+    for scenario in ("healthy-h", "verl-healthy"):  # the timeline ticked through 1e308 s: it never ended
+        slow = rlagent("simulate", scenario, str(tmp_path / "r"), "--step-time", "1e308")
+        assert "step_time_s" in one_error_line(slow) and "at most a day (86400)" in one_error_line(slow)
     (tmp_path / "afile").write_text("x")
     assert "is a file, not a directory" in one_error_line(rlagent("simulate", "healthy-h", str(tmp_path / "afile")))
     (tmp_path / "empty" / "logs").mkdir(parents=True)

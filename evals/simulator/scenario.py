@@ -13,6 +13,7 @@ one go. What the monitor should report about it is on the scenario too (`expects
 from __future__ import annotations
 
 import hashlib
+import math
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -147,10 +148,10 @@ class Scenario(BaseModel):
             raise ValueError("batch_size must be a multiple of group_size")
         if self.prompt_tokens + self.max_completion_tokens > self.seq_len:
             raise ValueError("prompt_tokens + max_completion_tokens must fit in seq_len")
-        if self.step_time_s <= 0:
-            raise ValueError("step_time_s must be positive")
-        if self.severity <= 0:
-            raise ValueError("severity must be positive")
+        if not 0 < self.step_time_s <= 86400:  # the timeline ticks through every step: 1e308 s never ended
+            raise ValueError("step_time_s must be positive and at most a day (86400)")
+        if not 0 < self.severity < math.inf:
+            raise ValueError("severity must be positive and finite")
         if (self.resume_step is None) != (self.attempt == 1):
             raise ValueError("a resumed attempt needs resume_step and attempt > 1 (and only it)")
         if self.resume_step is not None and not 1 <= self.resume_step < self.steps:

@@ -59,7 +59,7 @@ def report(
     roots: Annotated[list[Path], typer.Argument(help="A run directory, or folders holding runs.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="The HTML file to write.")] = Path("report.html"),
     entries: Annotated[
-        int | None, typer.Option("--entries", help="STATUS.md entries per run (default: 20 for one run, 3 for a fleet).")
+        int | None, typer.Option("--entries", min=0, help="STATUS.md entries per run (default: 20 for one run, 3 for a fleet).")
     ] = None,
     offline: Annotated[bool, typer.Option("--offline", help="Recorded runs: no live probes for a run never checked.")] = False,
     config: Annotated[Path | None, typer.Option("--config", help="TOML settings file.")] = None,

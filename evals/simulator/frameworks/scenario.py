@@ -12,6 +12,7 @@ does; failures that end a run act in the first attempt only.
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
@@ -208,8 +209,8 @@ class FrameworkScenario(BaseModel):
             raise ValueError("a finished run must have steps == max_steps")
         if self.onset_step < 1:
             raise ValueError("onset_step must be >= 1")
-        if self.severity <= 0 or self.step_time_s <= 0:
-            raise ValueError("severity and step_time_s must be positive")
+        if not (0 < self.severity < math.inf and 0 < self.step_time_s <= 86400):  # as the prime-rl Scenario's bounds
+            raise ValueError("severity must be positive and finite, step_time_s positive and at most a day (86400)")
         if (self.resume_step is None) != (self.attempt == 1):
             raise ValueError("a resumed attempt needs resume_step and attempt > 1 (and only it)")
         if self.resume_step is not None and not 1 <= self.resume_step < self.steps:
