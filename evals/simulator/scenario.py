@@ -58,6 +58,10 @@ Profile = Literal["default", "fast", "slow", "plateau", "noisy", "alarming"]
 KINDS: tuple[str, ...] = Kind.__args__  # type: ignore[attr-defined]
 
 
+MAX_STEP_TIME_S = 86400
+"""A simulated step takes at most a day (the framework scenarios share the bound)."""
+
+
 class Scenario(BaseModel):
     """One simulated prime-rl run."""
 
@@ -148,8 +152,8 @@ class Scenario(BaseModel):
             raise ValueError("batch_size must be a multiple of group_size")
         if self.prompt_tokens + self.max_completion_tokens > self.seq_len:
             raise ValueError("prompt_tokens + max_completion_tokens must fit in seq_len")
-        if not 0 < self.step_time_s <= 86400:  # the timeline ticks through every step: 1e308 s never ended
-            raise ValueError("step_time_s must be positive and at most a day (86400)")
+        if not 0 < self.step_time_s <= MAX_STEP_TIME_S:  # the timeline ticks through every step: 1e308 s never ended
+            raise ValueError(f"step_time_s must be positive and at most a day ({MAX_STEP_TIME_S})")
         if not 0 < self.severity < math.inf:
             raise ValueError("severity must be positive and finite")
         if (self.resume_step is None) != (self.attempt == 1):

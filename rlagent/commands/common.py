@@ -1,19 +1,19 @@
-"""What the commands share: the consoles, one-line errors, logging, settings, the monitor and its
-LLM runtime, the options of `check` and `run`, and the one-line summary of a check-in. Imported by
-the commands; `rlagent.cli` only registers them (and imports nothing back from them but the
-command functions)."""
+"""What the commands share (the consoles and the one-line error are console.py's): logging,
+settings, finding the run, the monitor and its LLM runtime, the options of `check` and `run`, and
+the one-line summary of a check-in. Imported by the commands; `rlagent.cli` only registers them
+(and imports nothing back from them but the command functions)."""
 
 from __future__ import annotations
 
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated
 
 import typer
 from loguru import logger
 
-from rlagent.commands.console import err, error_line
+from rlagent.commands.console import err, fail
 from rlagent.config import ConfigError, Settings, load_settings
 from rlagent.graph.store import StoreError
 from rlagent.models.actions import ApprovalMode
@@ -58,12 +58,6 @@ LlmOpt = Annotated[
         "--llm", help="auto: Claude when ANTHROPIC_API_KEY is set; claude: Claude; off: the rules alone (default: auto)."
     ),
 ]
-
-
-def fail(message: str) -> NoReturn:
-    """A user error: one line on stderr, exit status 2."""
-    error_line(message)
-    raise typer.Exit(2)
 
 
 def setup_logging(verbose: bool) -> None:

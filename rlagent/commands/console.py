@@ -9,6 +9,9 @@ the command with a MarkupError.
 
 from __future__ import annotations
 
+from typing import NoReturn
+
+import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
@@ -31,3 +34,9 @@ err = PlainConsole(stderr=True, highlight=False, soft_wrap=True)
 def error_line(message: object) -> None:
     """`rlagent: error: <message>` on stderr, one line whatever the message holds."""
     err.print(f"[bold red]rlagent: error:[/] {escape(one_line(message))}", markup=True)
+
+
+def fail(message: object) -> NoReturn:
+    """A user error: one line on stderr, exit status 2."""
+    error_line(message)
+    raise typer.Exit(2)

@@ -18,12 +18,12 @@ import sys
 import time
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
-from rlagent.commands.console import error_line, out
+from rlagent.commands.console import error_line, fail, out
 
 if TYPE_CHECKING:
     from rlagent.evals.scoring import Scoreboard
@@ -35,11 +35,6 @@ class LLMChoice(StrEnum):
     OFF = "off"
     AUTO = "auto"
     CLAUDE = "claude"
-
-
-def _fail(message: str) -> NoReturn:
-    error_line(message)
-    raise typer.Exit(2)
 
 
 def _num(value: float | None, digits: int = 2) -> str:
@@ -91,7 +86,7 @@ def evaluate(
     started = time.perf_counter()
     bad_tags = sorted(set(tag or ()) - set(TIERS))
     if bad_tags:
-        _fail(f"unknown --tag {', '.join(bad_tags)} (easy, medium, hard)")
+        fail(f"unknown --tag {', '.join(bad_tags)} (easy, medium, hard)")
     paths: list[Path] = []
     unknown: list[str] = []
     base: Path | None = None
@@ -103,16 +98,16 @@ def evaluate(
             base = base or find_fixtures(root)
             paths.append(resolve(name, base))
         except FixturesNotFound as exc:
-            _fail(str(exc))
+            fail(str(exc))
         except FixtureError:
             unknown.append(name)
     if unknown:  # every argument is checked before anything is replayed
-        _fail(f"no fixture {', '.join(map(repr, unknown))} under {base} (names as in `ls {base}`, or a fixture folder)")
+        fail(f"no fixture {', '.join(map(repr, unknown))} under {base} (names as in `ls {base}`, or a fixture folder)")
     if not fixtures:
         try:
             base = find_fixtures(root)
         except FixturesNotFound as exc:
-            _fail(str(exc))
+            fail(str(exc))
         paths = fixture_dirs(base)
     errors: dict[str, list[str]] = {}
     loaded = []
@@ -125,7 +120,7 @@ def evaluate(
         if not tag or fixture.case.difficulty.value in tag:
             loaded.append(fixture)
     if not loaded and not errors:
-        _fail(f"no fixture of tier {', '.join(tag or [])} among the {len(paths)} given")
+        fail(f"no fixture of tier {', '.join(tag or [])} among the {len(paths)} given")
     scores, diffs = [], {}
     for fixture in progress(loaded, "replaying fixtures", enabled=not as_json, label=lambda f: f.name):
         try:

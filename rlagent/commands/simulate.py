@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from rlagent.commands.console import error_line, out
+from rlagent.commands.console import fail, out
 
 HELP = (
     "Write a SIMULATED prime-rl run directory (for tests and demos, nothing more).\n\n"
@@ -38,11 +38,6 @@ LARGE_RUN_STEPS = 1000
 """From this many steps a written run takes long enough (seconds) to show a spinner on a terminal."""
 MAX_STEPS = 1_000_000
 """A typo of a few more digits would write until the disk is full (the bench's 100,000 steps take 2.5 GB)."""
-
-
-def _fail(message: str) -> None:
-    error_line(message)
-    raise typer.Exit(2)
 
 
 def simulate(
@@ -88,22 +83,22 @@ def simulate(
             out.print(f"{name:<{width}}  {fsc.framework}  SIMULATED: {fsc.description}")
         return
     if scenario is None:
-        _fail("missing SCENARIO (see `rlagent simulate --list`)")
+        fail("missing SCENARIO (see `rlagent simulate --list`)")
     if steps is not None and steps < 1:
-        _fail(f"--steps must be at least 1, not {steps}")
+        fail(f"--steps must be at least 1, not {steps}")
     if steps is not None and steps > MAX_STEPS:
-        _fail(f"--steps must be at most {MAX_STEPS:,} (about 25 KB a step on disk), not {steps:,}")
+        fail(f"--steps must be at most {MAX_STEPS:,} (about 25 KB a step on disk), not {steps:,}")
     target = out_dir or output_dir
     if target is not None and Path(target).exists() and not Path(target).is_dir():
-        _fail(f"{target} is a file, not a directory: give a new or empty directory as OUT_DIR")
+        fail(f"{target} is a file, not a directory: give a new or empty directory as OUT_DIR")
     if scenario in FRAMEWORK_SCENARIOS:
         if layout is not None or run_name is not None or resume or resume_step is not None or ckpt_resume_step is not None:
-            _fail("--layout, --run.name and the prime-rl resume flags are for prime-rl scenarios")
+            fail("--layout, --run.name and the prime-rl resume flags are for prime-rl scenarios")
         root = out_dir or output_dir
         if root is None:
-            _fail("missing OUT_DIR")
+            fail("missing OUT_DIR")
         if speed <= 0:
-            _fail(f"--speed must be positive, not {speed}")
+            fail(f"--speed must be positive, not {speed}")
         _framework(
             scenario,
             Path(root),
@@ -115,18 +110,18 @@ def simulate(
         )
         return
     if hydra or resume_from_checkpoint is not None or load_enable or load_checkpoint:
-        _fail("unexpected argument(s): Hydra overrides and framework resume flags are for verl, TRL and OpenRLHF scenarios")
+        fail("unexpected argument(s): Hydra overrides and framework resume flags are for verl, TRL and OpenRLHF scenarios")
     if scenario not in SCENARIOS:
-        _fail(f"unknown scenario {scenario!r} (see `rlagent simulate --list`)")
+        fail(f"unknown scenario {scenario!r} (see `rlagent simulate --list`)")
     if out_dir is not None and output_dir is not None and out_dir != output_dir:
-        _fail("give the run directory once: OUT_DIR or --output-dir")
+        fail("give the run directory once: OUT_DIR or --output-dir")
     root = out_dir or output_dir
     if root is None:
-        _fail("missing OUT_DIR")
+        fail("missing OUT_DIR")
     if layout is not None and layout not in ("H", "L"):
-        _fail(f"--layout must be H or L, not {layout!r}")
+        fail(f"--layout must be H or L, not {layout!r}")
     if speed <= 0:
-        _fail(f"--speed must be positive, not {speed}")
+        fail(f"--speed must be positive, not {speed}")
     overrides = {
         "layout": layout,
         "seed": seed,
@@ -147,7 +142,7 @@ def simulate(
             speed=speed,
         )
     except LaunchError as exc:
-        _fail(str(exc))
+        fail(str(exc))
 
 
 simulate.__doc__ = HELP
@@ -171,7 +166,7 @@ def _framework(name: str, root: Path, changes: dict, flags: tuple, *, overwrite:
             speed=speed,
         )
     except FrameworkLaunchError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if live:
         from rlagent.evals.simulator.frameworks.live import run_live
 

@@ -20,6 +20,7 @@ from typing import Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
 from rlagent.agents.rules.catalogue import CLUSTER_IDS, FINDING_IDS
+from rlagent.evals.simulator.scenario import MAX_STEP_TIME_S
 
 Framework = Literal["verl", "trl", "openrlhf"]
 FRAMEWORKS: tuple[str, ...] = ("verl", "trl", "openrlhf")
@@ -209,8 +210,8 @@ class FrameworkScenario(BaseModel):
             raise ValueError("a finished run must have steps == max_steps")
         if self.onset_step < 1:
             raise ValueError("onset_step must be >= 1")
-        if not (0 < self.severity < math.inf and 0 < self.step_time_s <= 86400):  # as the prime-rl Scenario's bounds
-            raise ValueError("severity must be positive and finite, step_time_s positive and at most a day (86400)")
+        if not (0 < self.severity < math.inf and 0 < self.step_time_s <= MAX_STEP_TIME_S):
+            raise ValueError(f"severity must be positive and finite, step_time_s positive and at most a day ({MAX_STEP_TIME_S})")
         if (self.resume_step is None) != (self.attempt == 1):
             raise ValueError("a resumed attempt needs resume_step and attempt > 1 (and only it)")
         if self.resume_step is not None and not 1 <= self.resume_step < self.steps:
