@@ -168,6 +168,55 @@ def test_a_dict_line_is_read_as_before(items):
         assert all(got[k] == want[k] or (got[k] != got[k] and want[k] != want[k]) for k in want)
 
 
+# Keys and values as hostile as a console can make them, for the JSON reading of all-number lines.
+ODD_KEYS = st.one_of(
+    st.sampled_from(["loss", "rewards/accuracy_reward/mean", "a b", ""]),
+    st.text(alphabet=st.sampled_from(list("ab1_/: ,'\"\\\t\x01é\udc80")), max_size=8),
+)
+ODD_WORDS = ["nan", "-inf", "None", "True", "true", "false", "null", "1e400", "-0", "01", "1.", "+1", "1_0", "1 2"]
+ODD_SPACED = [" 0.5", "0.5 ", "\t7", "\x0b7", "'0.5'", "'x'", "'a, '", "': 1'", '"2"', "[1]", "{}", "'\t'"]
+ODD_QUOTED = ["'None'", "'nan'", "'-inf'", "'True'", "' 1_0'", "'1e400'", "' None'", "''", "'\x01'", "'é'"]
+ODD_VALUES = st.one_of(
+    st.floats().map(repr),
+    st.integers(min_value=-(2**70), max_value=2**70).map(str),
+    st.sampled_from([*ODD_WORDS, *ODD_SPACED, *ODD_QUOTED]),
+)
+ODD_ITEMS = st.tuples(
+    ODD_KEYS, st.sampled_from(["': "] * 6 + ["':", "' : "]), ODD_VALUES, st.sampled_from([", "] * 6 + [",", " , "])
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(ODD_ITEMS, min_size=1, max_size=6))
+def test_a_dict_line_read_as_json_is_read_as_the_regex_reads_it(items):
+    text = "{" + "".join(f"'{key}{colon}{raw}{sep}" for key, colon, raw, sep in items[:-1])
+    key, colon, raw, _ = items[-1]
+    text += f"'{key}{colon}{raw}}}"
+    got, want = common.fast_dict(text), fast_dict_the_long_way(text)
+    assert (got is None) == (want is None)
+    if want is not None:
+        assert list(got) == list(want)
+        assert [type(value) for value in got.values()] == [type(value) for value in want.values()]
+        assert all(got[k] == want[k] or (got[k] != got[k] and want[k] != want[k]) for k in want)
+
+
+def test_the_json_reading_takes_the_usual_lines_and_leaves_the_rest():
+    line = "{'loss': -0.0073, 'grad_norm': 0.19385972889496392, 'learning_rate': 1e-06, 'num_tokens': 14980, 'epoch': 0.0}"
+    want = {"loss": -0.0073, "grad_norm": 0.19385972889496392, "learning_rate": 1e-06, "num_tokens": 14980.0, "epoch": 0.0}
+    assert common._read_as_json(line) == want
+    assert common._read_as_json("{'loss': '0.001234', 'grad_norm': '0.2841', 'kl': 'None', 'x': 'n/a'}") == {
+        "loss": 0.001234,
+        "grad_norm": 0.2841,
+        "kl": None,
+    }  # transformers >= 5 writes `.4g` strings
+    for other in ["{'a': nan}", "{'a\"': 1}", "{'a': True}", "{'a': 1, 'a': 'x'}", "{'a': ': b'}"]:
+        assert common._read_as_json(other) is None, other
+    for text in ["{'a': 1, 'b': 2, 'a': 3}", "{': b': 1}", "{'a': 1, 'a': 'x'}", """{'x": 1, "y': 2}""", "{'a': true}"]:
+        assert common.fast_dict(text) == fast_dict_the_long_way(text), text
+    assert common.fast_dict("{'a': 1, 'a': 'x'}") == {"a": 1.0}  # the regex's reading: the first value stays
+    assert common.fast_dict("""{'x": 1, "y': 2}""") == {'x": 1, "y': 2.0}  # one key, not two
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(["loss", "eval_loss", "xeval_", "eval", "train_runtime", "lr", "epoch", "Eval_x"]), max_size=5))
 def test_a_trl_row_is_classified_as_before(keys):

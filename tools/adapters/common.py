@@ -13,6 +13,8 @@ from datetime import tzinfo
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from rlagent.models.observation import FileCursor, Rollout
 from rlagent.models.run import Framework, RunConfig, RunInfo
 from rlagent.tools import safefs
@@ -200,24 +202,59 @@ def fast_dict(text: str) -> dict[str, float | None] | None:
         return None
     if not _WHOLE.fullmatch(body):
         return None
-    items = _ITEM.findall(body)
+    read = _read_as_json(body)
+    if read is not None:
+        return read
     out: dict[str, float | None] = {}
-    for key, raw in items:
-        try:  # a plain number (nan and inf too), as most are: what the lines below would give it
+    for key, raw in _ITEM.findall(body):
+        try:  # a plain number (nan and inf too), as most are: what _put would give it
             out[key] = float(raw)
             continue
         except ValueError:
             pass
         raw = raw.strip()
-        if raw.startswith("'"):
-            raw = raw[1:-1]
-        if raw == "None":
-            out[key] = None
-            continue
-        try:
-            out[key] = _FLOATISH[raw] if raw in _FLOATISH else float(raw)
-        except ValueError:
-            continue
+        _put(out, key, raw[1:-1] if raw.startswith("'") else raw)
+    return out
+
+
+def _put(out: dict[str, float | None], key: str, raw: str) -> None:
+    """A value's text, its quotes taken off: None, a number, or nothing (a word that is no number)."""
+    if raw == "None":
+        out[key] = None
+        return
+    try:
+        number = _FLOATISH[raw] if raw in _FLOATISH else float(raw)
+    except ValueError:
+        return
+    out[key] = number
+
+
+def _read_as_json(body: str) -> dict[str, float | None] | None:
+    """The usual line read as JSON, in a tenth of the time of the items' regex; None for a line with a
+    bare nan, inf, None or True (not JSON), which the regex then reads. The body is of `_WHOLE`'s shape
+    (no backslash in a key or string), so with no double quote in it, its single quotes are exactly
+    the delimiters of its keys and strings, a JSON number reads as float() reads it, and a string is
+    what the regex finds between its quotes. Every item holds `': ` once, at its key's end: more of
+    them is a key that comes twice (the regex's reading keeps the first of a value it skips) or a
+    key or string that starts with `: `, left to the regex."""
+    if '"' in body:
+        return None
+    try:
+        data = orjson.loads(body.replace("'", '"'))
+    except orjson.JSONDecodeError:
+        return None
+    if len(data) != body.count("': "):
+        return None
+    out: dict[str, float | None] = {}
+    for key, value in data.items():
+        kind = type(value)
+        if kind is float:
+            out[key] = value
+        elif kind is int:  # not bool: its type is bool
+            out[key] = float(value)
+        elif kind is str:
+            _put(out, key, value)
+        # true, false and null are no Python values: skipped, as the regex's reading skips them
     return out
 
 

@@ -9,6 +9,7 @@ The console has no step: rows come back in order and `assign_steps` numbers them
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import operator
 import re
@@ -31,7 +32,13 @@ _RANK_PREFIX = re.compile(r"^\[rank\d+\]:\s*")  # torchrun --tee / local_ranks_f
 
 def classify(keys) -> str | None:
     """`train`, `val` (eval_* keys), `summary` (end-of-training totals) or None (not a Trainer log)."""
-    keys = set(keys)
+    return _classify(tuple(keys))
+
+
+@functools.lru_cache(maxsize=1024)
+def _classify(names: tuple[str, ...]) -> str | None:
+    """Asked once per key set: every row of a log has one of a few (a seventh of the time per row)."""
+    keys = set(names)
     if keys & _SUMMARY_KEYS:
         return "summary"
     if any(map(_is_eval, keys)):
