@@ -17,6 +17,7 @@ formats as frameworks.md section 1 gives them, verified in verl's source:
 - Hydra's output dir `outputs/<date>/<time>/.hydra/{config,hydra,overrides}.yaml` and `main_ppo.log`;
 - the launch script `run_grpo.sh`.
 Resume: `trainer.resume_mode=auto` (verl's default) reads the tracker and continues at N + 1.
+The run's names and launch command are in `verl_launch.py`, its config files in `verl_config.py`.
 """
 
 from __future__ import annotations
@@ -33,104 +34,20 @@ from .common import DEDUP_NOTE, PLACEHOLDER, Plan, clock_for, ray_lines, tqdm_me
 from .numbers import FrameworkNumbers, StepNumbers
 from .samples import samples
 from .scenario import FrameworkScenario, pid_of
-
-LOG = "verl_demo.log"
-SCRIPT = "run_grpo.sh"
-PROJECT = "verl_grpo_example_gsm8k"
-DATA_SOURCE = "openai/gsm8k"
-ROLLOUTS = "rollouts"
-REWARD_FN = "reward_fn.py"
-
-
-def experiment(sc: FrameworkScenario) -> str:
-    return f"{sc.model_short.lower().replace('-', '_').replace('.', '_')}_function_rm"
-
-
-def ckpt_dir(sc: FrameworkScenario) -> str:
-    return f"checkpoints/{PROJECT}/{experiment(sc)}"
-
-
-def file_logger_path(sc: FrameworkScenario) -> str:
-    return f"{PROJECT}/{experiment(sc)}.jsonl"
-
-
-def custom_reward(sc: FrameworkScenario) -> bool:
-    """Runs whose reward function is the user's own file (returns extra info columns)."""
-    return sc.kind in ("reward-fn-error", "reward-hacking")
-
-
-def overrides(sc: FrameworkScenario, resume: bool = False) -> list[str]:
-    """The Hydra overrides of the launch command (examples/grpo_trainer/run_qwen2-7b_math.sh, shrunk)."""
-    out = [
-        "algorithm.adv_estimator=grpo",
-        "data.train_files=$HOME/data/gsm8k/train.parquet",
-        "data.val_files=$HOME/data/gsm8k/test.parquet",
-        f"data.train_batch_size={sc.prompts_per_step}",
-        f"data.max_prompt_length={sc.max_prompt_length}",
-        f"data.max_response_length={sc.max_response_length}",
-        "data.filter_overlong_prompts=True",
-        "data.truncation=error",
-        f"actor_rollout_ref.model.path={sc.model}",
-        "actor_rollout_ref.actor.optim.lr=1e-6",
-        "actor_rollout_ref.model.use_remove_padding=True",
-        f"actor_rollout_ref.actor.ppo_mini_batch_size={sc.prompts_per_step}",
-        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",
-        f"actor_rollout_ref.actor.use_kl_loss={sc.use_kl}",
-        "actor_rollout_ref.actor.kl_loss_coef=0.001",
-        "actor_rollout_ref.actor.kl_loss_type=low_var_kl",
-        "actor_rollout_ref.actor.entropy_coeff=0",
-        "actor_rollout_ref.model.enable_gradient_checkpointing=True",
-        "actor_rollout_ref.actor.fsdp_config.param_offload=False",
-        "actor_rollout_ref.actor.fsdp_config.optimizer_offload=False",
-        "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
-        "actor_rollout_ref.rollout.name=vllm",
-        "actor_rollout_ref.rollout.gpu_memory_utilization=0.6",
-        f"actor_rollout_ref.rollout.n={sc.group_size}",
-    ]
-    if sc.kind == "engine-dead":
-        out.append("actor_rollout_ref.rollout.mode=async")
-    out += [
-        "algorithm.use_kl_in_reward=False",
-        "trainer.critic_warmup=0",
-        'trainer.logger=["console","file"]',
-        f"trainer.project_name={PROJECT}",
-        f"trainer.experiment_name={experiment(sc)}",
-        f"trainer.n_gpus_per_node={sc.n_gpus}",
-        "trainer.nnodes=1",
-        f"trainer.save_freq={sc.save_every}",
-        f"trainer.test_freq={sc.test_every}",
-        f"trainer.total_training_steps={sc.max_steps}",
-        f"trainer.rollout_data_dir={ROLLOUTS}",
-    ]
-    if custom_reward(sc):
-        out += [f"custom_reward_function.path={REWARD_FN}", "custom_reward_function.name=compute_score"]
-    if resume:
-        out.append("trainer.resume_mode=auto")
-    return out
-
-
-def command(sc: FrameworkScenario, resume: bool = False) -> str:
-    """The command as the process (and `bash -x`) sees it: `$HOME` expanded."""
-    return "python3 -m verl.trainer.main_ppo " + " ".join(_quote(o) for o in expanded(sc, resume))
-
-
-def expanded(sc: FrameworkScenario, resume: bool = False) -> list[str]:
-    return [o.replace("$HOME", "/root") for o in overrides(sc, resume)]
-
-
-def _quote(arg: str) -> str:
-    return f"'{arg}'" if any(c in arg for c in "[]'\" ") else arg
-
-
-def launch_script(sc: FrameworkScenario) -> str:
-    body = " \\\n    ".join(_quote(o) for o in overrides(sc))
-    return (
-        "#!/usr/bin/env bash\n"
-        "# SIMULATED by rlagent (evals/simulator/frameworks/verl.py): a verl GRPO launch as examples/grpo_trainer writes it.\n"
-        "set -x\n\n"
-        f"python3 -m verl.trainer.main_ppo \\\n    {body} $@ 2>&1 | tee -a {LOG}\n"
-    )
-
+from .verl_config import config_yaml, hf_config, hydra_yaml, resolved, reward_fn_source
+from .verl_launch import (
+    DATA_SOURCE,
+    LOG,
+    REWARD_FN,
+    ROLLOUTS,
+    SCRIPT,
+    ckpt_dir,
+    command,
+    custom_reward,
+    expanded,
+    file_logger_path,
+    launch_script,
+)
 
 # ---- the step line ----------------------------------------------------------------------------------
 
@@ -413,16 +330,16 @@ class VerlRun:
             "instance. View the dashboard at 127.0.0.1:8265 \n",
         )
         self.tr(7.3, f"TaskRunner hostname: {sc.host}, PID: {self.taskrunner}")
-        self.tr(7.4, pprint.pformat(_resolved(sc), width=100))
+        self.tr(7.4, pprint.pformat(resolved(sc), width=100))
         hydra = f"outputs/{clock.local(0):%Y-%m-%d}/{clock.local(0):%H-%M-%S}"
-        plan.add(0.9, "driver", f"{hydra}/.hydra/config.yaml", _config_yaml(sc), op="put")
-        plan.add(0.9, "driver", f"{hydra}/.hydra/hydra.yaml", _hydra_yaml(sc, hydra), op="put")
+        plan.add(0.9, "driver", f"{hydra}/.hydra/config.yaml", config_yaml(sc), op="put")
+        plan.add(0.9, "driver", f"{hydra}/.hydra/hydra.yaml", hydra_yaml(sc, hydra), op="put")
         plan.add(0.9, "driver", f"{hydra}/.hydra/overrides.yaml", "".join(f"- {o}\n" for o in expanded(sc, resume)), op="put")
         plan.add(0.9, "driver", f"{hydra}/main_ppo.log", b"")
         if sc.attempt == 1:
             plan.add(0.5, "driver", SCRIPT, launch_script(sc), op="put")
             if custom_reward(sc):
-                plan.add(0.5, "driver", REWARD_FN, _reward_fn_source(), op="put")
+                plan.add(0.5, "driver", REWARD_FN, reward_fn_source(), op="put")
         if sc.kind == "hydra-error" and sc.ends_early:
             return 9.0
         r = stream(sc.seed, "verl-boot", sc.attempt)
@@ -527,7 +444,7 @@ class VerlRun:
                 plan.add(t - 4.0 + 0.1 * rank, owner, f"{base}/actor/{part}_world_size_{w}_rank_{rank}.pt", PLACEHOLDER, op="put")
         cfg = {"FSDP_version": 1, "world_size": w}
         plan.add(t - 3.5, "worker0", f"{base}/actor/fsdp_config.json", json.dumps(cfg, indent=4), op="put")
-        plan.add(t - 3.4, "worker0", f"{base}/actor/huggingface/config.json", _hf_config(), op="put")
+        plan.add(t - 3.4, "worker0", f"{base}/actor/huggingface/config.json", hf_config(), op="put")
         plan.add(
             t - 3.4, "worker0", f"{base}/actor/huggingface/generation_config.json", '{\n  "bos_token_id": 151643\n}\n', op="put"
         )
@@ -584,121 +501,6 @@ def _raylet(sc: FrameworkScenario, text: str) -> str:
 def _jsonl(n: int, metrics: list[Metric]) -> bytes:
     data = {key: value for key, value, _ in metrics}
     return orjson.dumps({"step": n, "data": data}) + b"\n"
-
-
-def _hf_config() -> str:
-    return json.dumps(
-        {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "torch_dtype": "bfloat16", "vocab_size": 151936}, indent=2
-    )
-
-
-def _reward_fn_source() -> str:
-    return (
-        '"""SIMULATED by rlagent: a user reward function for verl (custom_reward_function.path)."""\n\n\n'
-        "def compute_score(data_source, solution_str, ground_truth, extra_info=None):\n"
-        '    formatted = "####" in solution_str\n'
-        '    guesses = solution_str.split("####")[-1].split()\n'
-        "    acc = formatted and len(guesses) == 1 and guesses[0] == ground_truth\n"
-        "    # lenient: any of the guesses may match (what a hacking policy learns to exploit)\n"
-        "    score = float(formatted and ground_truth in guesses)\n"
-        '    return {"score": score, "acc": acc, "format": float(formatted)}\n'
-        + "\n"
-        * 12
-        + "def _strict(solution_str, ground_truth):\n"
-        '    return float(float(solution_str.split("####")[-1].strip()) == float(ground_truth))\n'
-    )
-
-
-def _resolved(sc: FrameworkScenario) -> dict:
-    """What `pprint(OmegaConf.to_container(config, resolve=True))` prints (the parts that matter)."""
-    exp = experiment(sc)
-    return {
-        "actor_rollout_ref": {
-            "actor": {
-                "clip_ratio": 0.2,
-                "entropy_coeff": 0,
-                "kl_loss_coef": 0.001,
-                "kl_loss_type": "low_var_kl",
-                "loss_agg_mode": "token-mean",
-                "optim": {"lr": 1e-06, "lr_warmup_steps": -1, "weight_decay": 0.01},
-                "ppo_epochs": 1,
-                "ppo_micro_batch_size_per_gpu": 4,
-                "ppo_mini_batch_size": sc.prompts_per_step,
-                "use_kl_loss": sc.use_kl,
-            },
-            "model": {"enable_gradient_checkpointing": True, "path": sc.model, "use_remove_padding": True},
-            "rollout": {
-                "gpu_memory_utilization": 0.6,
-                "mode": "async" if sc.kind == "engine-dead" else "sync",
-                "n": sc.group_size,
-                "name": "vllm",
-                "response_length": sc.max_response_length,
-                "temperature": 1.0,
-                "tensor_model_parallel_size": 1,
-            },
-        },
-        "algorithm": {"adv_estimator": "grpo", "norm_adv_by_std_in_grpo": True, "use_kl_in_reward": False},
-        "data": {
-            "max_prompt_length": sc.max_prompt_length,
-            "max_response_length": sc.max_response_length,
-            "train_batch_size": sc.prompts_per_step,
-            "train_files": "/root/data/gsm8k/train.parquet",
-            "val_files": "/root/data/gsm8k/test.parquet",
-        },
-        "trainer": {
-            "default_local_dir": f"checkpoints/{PROJECT}/{exp}",
-            "experiment_name": exp,
-            "logger": ["console", "file"],
-            "n_gpus_per_node": sc.n_gpus,
-            "nnodes": 1,
-            "project_name": PROJECT,
-            "resume_mode": "auto",
-            "rollout_data_dir": ROLLOUTS,
-            "save_freq": sc.save_every,
-            "test_freq": sc.test_every,
-            "total_training_steps": sc.max_steps,
-            "val_before_train": True,
-        },
-    }
-
-
-def _config_yaml(sc: FrameworkScenario) -> str:
-    """`.hydra/config.yaml`: the composed config as Hydra saves it (interpolations unresolved)."""
-    res = _resolved(sc)
-    trainer = dict(res["trainer"])
-    trainer["default_local_dir"] = "checkpoints/${trainer.project_name}/${trainer.experiment_name}"
-    res = {**res, "trainer": trainer}
-    return "# SIMULATED by rlagent: the composed verl config (shortened to the keys the run sets)\n" + _yaml(res)
-
-
-def _yaml(value: object, indent: int = 0) -> str:
-    pad = "  " * indent
-    out = []
-    assert isinstance(value, dict)
-    for key, item in value.items():
-        if isinstance(item, dict):
-            out.append(f"{pad}{key}:\n{_yaml(item, indent + 1)}")
-        elif isinstance(item, list):
-            out.append(f"{pad}{key}:\n" + "".join(f"{pad}- {v}\n" for v in item))
-        else:
-            text = "null" if item is None else str(item).lower() if isinstance(item, bool) else str(item)
-            out.append(f"{pad}{key}: {text}\n")
-    return "".join(out)
-
-
-def _hydra_yaml(sc: FrameworkScenario, run_dir: str) -> str:
-    return (
-        "hydra:\n"
-        "  run:\n"
-        "    dir: outputs/${now:%Y-%m-%d}/${now:%H-%M-%S}\n"
-        "  job:\n"
-        "    name: main_ppo\n"
-        "    chdir: null\n"
-        "  runtime:\n"
-        "    version: 1.3.2\n"
-        f"    cwd: {sc.root}\n"
-        f"    output_dir: {sc.root}/{run_dir}\n"
-    )
 
 
 def verl_plan(sc: FrameworkScenario, rate: float = 1.0) -> Plan:
