@@ -7,7 +7,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, ValidationError, field_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
+from pydantic_settings import BaseSettings, InitSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from rlagent.agents.rules.thresholds import Thresholds
 from rlagent.graph.adaptive import WatchSettings
@@ -16,7 +16,11 @@ from rlagent.models.actions import ApprovalMode
 from rlagent.tools.launch_command import CommandError, parse_launch_command
 from rlagent.tools.llm.client import LLMSettings
 from rlagent.tools.notify import NotifySettings
+from rlagent.tools.safefs import read_regular
 from rlagent.tools.textfmt import parse_cadence
+
+MAX_CONFIG_BYTES = 1 << 20
+"""A settings file is a few lines of TOML; a longer one is not read."""
 
 
 class ConfigError(Exception):
@@ -126,15 +130,14 @@ class Settings(BaseSettings):
 def load_settings(config_file: Path | None = None, **flags: object) -> Settings:
     """Build settings; flags that are None were not given and do not override anything."""
     given = {key: value for key, value in flags.items() if value is not None}
-    toml_file = None
+    from_file: dict | None = None
     if config_file is not None:
-        try:
-            tomllib.loads(Path(config_file).read_text(encoding="utf-8"))
+        try:  # a regular file of sane size: a FIFO would wait for a writer, /dev/zero never end
+            from_file = tomllib.loads(read_regular(config_file, limit=MAX_CONFIG_BYTES).decode("utf-8"))
         except OSError as exc:
             raise ConfigError(f"config {config_file}: cannot read it ({exc.strerror or exc})") from exc
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"config {config_file}: malformed TOML ({exc})") from exc
-        toml_file = Path(config_file)
 
     class _FromSources(Settings):
         @classmethod
@@ -147,8 +150,8 @@ def load_settings(config_file: Path | None = None, **flags: object) -> Settings:
             file_secret_settings: PydanticBaseSettingsSource,
         ) -> tuple[PydanticBaseSettingsSource, ...]:
             sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-            if toml_file is not None:
-                sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file, deep_merge=True))
+            if from_file is not None:  # what the file said, as read above (it is not opened twice)
+                sources.append(InitSettingsSource(settings_cls, init_kwargs=from_file))
             return tuple(sources)
 
     try:

@@ -41,6 +41,19 @@ def test_user_errors_are_one_line_and_exit_2(tmp_path):
     assert "malformed TOML" in rlagent("check", str(run.dir), "--config", str(conf)).stderr
 
 
+def test_a_config_that_is_not_a_settings_file_is_refused_at_once(tmp_path):
+    """A FIFO as --config waited for a writer for ever, and /dev/zero was read until memory ran out."""
+    run = HRun(tmp_path)
+    fifo = tmp_path / "settings.toml"
+    os.mkfifo(fifo)
+    huge = tmp_path / "huge.toml"
+    huge.write_text("#" * (2 << 20))
+    for config, why in [(fifo, "a FIFO, not read"), ("/dev/zero", "a character device, not read"), (huge, "larger than 1 MB")]:
+        result = rlagent("check", str(run.dir), "--config", str(config), timeout=30)
+        assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+        assert f"config {config}: cannot read it ({why}" in result.stderr
+
+
 def test_check_json_prints_only_the_report(tmp_path):
     run = HRun(tmp_path)
     run.steps(12)
