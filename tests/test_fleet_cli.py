@@ -90,6 +90,8 @@ def test_silence_and_ack_from_the_command_line(fleet):
         (("silence", str(crashed), "cuda_oom"), "--reason is required"),
         (("silence", str(crashed), "cuda_oom", "--for", "soon", "--reason", "x"), "bad cadence"),
         (("ack", str(crashed), "entropy_collapse"), "no open incident 'entropy_collapse'"),
+        (("silence", str(crashed), "zzz", "--reason", "x"), "(the ids are in findings.md; `*` silences them all)"),
+        (("ack", str(crashed), "*"), "unknown finding id '*' (the ids are in findings.md)"),  # ack takes no `*`
     ):
         bad = rlagent(*args)
         assert bad.returncode == 2 and says in bad.stderr, (args, bad.stderr)

@@ -65,7 +65,8 @@ def _check_id(finding_id: str, allow_all: bool) -> None:
     if finding_id in FINDING_IDS or (allow_all and finding_id == "*"):
         return
     close = difflib.get_close_matches(finding_id, FINDING_IDS, n=3)
-    hint = f" (did you mean {', '.join(close)}?)" if close else " (the ids are in findings.md; `*` silences them all)"
+    every = "; `*` silences them all" if allow_all else ""  # `ack` takes one incident at a time
+    hint = f" (did you mean {', '.join(close)}?)" if close else f" (the ids are in findings.md{every})"
     common.fail(f"unknown finding id {finding_id!r}{hint}")
 
 
