@@ -23,6 +23,10 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationErro
 
 from rlagent.agents.rules import catalogue
 from rlagent.models.run import Health, Layout, Severity
+from rlagent.tools.safefs import read_regular, reason
+
+MAX_CASE_BYTES = 1 << 20
+"""A case.toml is a page of TOML; a longer one is not read."""
 
 FINDING_IDS: frozenset[str] = frozenset(catalogue.FINDING_IDS)
 """The public finding ids of reference/findings.md (a typo in a case must not silently pass)."""
@@ -229,10 +233,12 @@ def parse_case(text: str, source: str = "case.toml") -> Case:
 
 def load_case(path: Path) -> Case:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path, limit=MAX_CASE_BYTES).decode("utf-8")  # a FIFO or /dev/zero: refused, not waited on
     except FileNotFoundError as exc:
         raise CaseError(f"{path.name}: missing") from exc
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise CaseError(f"{path.name}: unreadable ({reason(exc)})") from exc
+    except UnicodeDecodeError as exc:
         raise CaseError(f"{path.name}: unreadable ({exc})") from exc
     return parse_case(text, path.name)
 

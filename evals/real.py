@@ -22,7 +22,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, field_validator, model_validator
 
 from rlagent.agents.rules import catalogue
+from rlagent.evals.case import MAX_CASE_BYTES
 from rlagent.models.run import Health
+from rlagent.tools.safefs import read_regular
 
 REAL_DIR = Path(__file__).resolve().parent / "real"
 FINDING_IDS = frozenset(catalogue.FINDING_IDS)
@@ -101,9 +103,9 @@ class RealCase(_Strict):
 def load_case(case_dir: Path) -> RealCase:
     toml = case_dir / "case.toml"
     try:
-        data = tomllib.loads(toml.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_regular(toml, limit=MAX_CASE_BYTES).decode("utf-8"))
         case = RealCase.model_validate({**data, "name": case_dir.name, "dir": case_dir})
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise RealCaseError(f"{case_dir.name}: {exc}") from exc
     except ValidationError as exc:
         first = exc.errors()[0]

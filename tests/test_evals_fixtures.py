@@ -178,6 +178,25 @@ def test_eval_json_scores_the_given_fixtures_and_reports_broken_ones(tmp_path):
     assert only_broken.returncode == 1 and "cannot replay 99_broken" in only_broken.stdout
 
 
+def test_a_fixture_file_that_is_a_fifo_or_a_device_is_refused_not_waited_on(tmp_path):
+    """A FIFO as case.toml or manifest.json waited for a writer for ever; /dev/zero was read until
+    memory ran out (a fixture may be anyone's recorded run)."""
+    fixture = tmp_path / "02_healthy-l"
+    shutil.copytree(FIXTURES / fixture.name, fixture, symlinks=True)
+    for name, replace, why in [
+        ("case.toml", lambda p: os.mkfifo(p), "case.toml: unreadable (a FIFO, not read)"),
+        ("manifest.json", lambda p: p.symlink_to("/dev/zero"), "manifest.json: unreadable (a character device, not read)"),
+    ]:
+        original = (fixture / name).read_bytes()
+        (fixture / name).unlink()
+        replace(fixture / name)
+        done = rlagent("replay", str(fixture), timeout=30)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1 and why in done.stderr, done.stderr
+        (fixture / name).unlink()
+        (fixture / name).write_bytes(original)
+    assert rlagent("replay", str(fixture)).returncode == 0
+
+
 def test_checkout_mtimes_do_not_matter(replays, tmp_path):
     """Git gives every file the checkout time: the replay dates lines from manifest.json only."""
     copy = tmp_path / "20_crash-oom-l"

@@ -3,6 +3,9 @@ and the corpus covers what issue 10 asks (>= 40 cases, all four frameworks, >= 1
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections import Counter
 
 import pytest
@@ -43,6 +46,17 @@ def test_a_case_without_its_input_is_refused(tmp_path):
     (bad / "case.toml").write_text((good.dir / "case.toml").read_text())
     with pytest.raises(RealCaseError, match="missing"):
         load_case(bad)
+
+
+def test_a_case_file_that_is_a_fifo_is_refused_not_waited_on(tmp_path):
+    fifo = tmp_path / "fifo-case"
+    fifo.mkdir()
+    os.mkfifo(fifo / "case.toml")
+    # In a child with a timeout: a read that waits for a writer must fail this test, not hang the suite.
+    probe = "import sys, pathlib, rlagent.evals.real as r\ntry: r.load_case(pathlib.Path(sys.argv[1]))\n"
+    probe += "except r.RealCaseError as e: print(e)"
+    done = subprocess.run([sys.executable, "-c", probe, str(fifo)], capture_output=True, text=True, timeout=30)
+    assert "fifo-case: " in done.stdout and "a FIFO, not read" in done.stdout, done.stderr
 
 
 def test_the_real_scoreboard_meets_the_target():
