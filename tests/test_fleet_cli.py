@@ -74,6 +74,18 @@ def test_watch_a_directory_of_runs(fleet, tmp_path):
     assert rows["c-finished"]["retired"] and rows["c-finished"]["finished"]
 
 
+def test_a_bad_notify_url_is_named_by_its_place_not_its_text(fleet):
+    """urlsplit's `Invalid IPv6 URL` reached the user alone: which flag, which URL? A webhook URL holds
+    its token, so the error names its place in the list."""
+    for url, says in (
+        ("file:///etc/passwd", "notify URL #2 is not an http(s) URL"),
+        ("https://[T0KEN@hooks.example/x", "notify URL #2 is not an http(s) URL (Invalid IPv6 URL)"),
+    ):
+        bad = rlagent("watch", str(fleet), "--offline", "--max-rounds", "1", "--notify", "https://ok.example/a", "--notify", url)
+        assert bad.returncode == 2 and bad.stderr == f"rlagent: error: {says}\n", bad.stderr
+        assert "T0KEN" not in bad.stderr
+
+
 def test_silence_and_ack_from_the_command_line(fleet):
     crashed = fleet / "sweep" / "b-crashed"
     assert rlagent("watch", str(fleet), "--offline", "--max-rounds", "1").returncode == 0

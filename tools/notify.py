@@ -85,8 +85,12 @@ def parse_destinations(urls: list[str]) -> list[Destination]:
         for prefix in ("json+", "slack+", "discord+"):
             if url.startswith(prefix):
                 kind, url = prefix[:-1], url[len(prefix) :]  # type: ignore[assignment]
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
+        try:
+            parts = urlsplit(url)
+            hostname = parts.hostname
+        except ValueError as exc:  # `http://[::1`: urlsplit's own words, without the URL (it may hold a token)
+            raise ValueError(f"notify URL #{index} is not an http(s) URL ({exc})") from exc
+        if parts.scheme not in ("http", "https") or not hostname:
             raise ValueError(f"notify URL #{index} is not an http(s) URL")
         if kind is None:
             host = parts.hostname.lower()
