@@ -10,7 +10,6 @@ import math
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rlagent.agents.rules.thresholds import Thresholds
 from rlagent.evals.simulator.frameworks.common import Growth, Plan
@@ -18,9 +17,6 @@ from rlagent.evals.simulator.frameworks.numbers import FrameworkNumbers, StepNum
 from rlagent.evals.simulator.frameworks.samples import samples
 from rlagent.evals.simulator.frameworks.scenario import FrameworkScenario
 from rlagent.evals.simulator.frameworks.trl import output_dir as trl_output_dir
-
-if TYPE_CHECKING:
-    from rlagent.evals.make_framework_fixtures import Spec
 
 T = Thresholds()
 
@@ -45,7 +41,8 @@ class Row:
 
 @dataclass
 class Recorded:
-    spec: Spec
+    """A fixture's run as the simulator wrote it: each attempt's scenario and plan, and what was logged."""
+
     scenarios: list[FrameworkScenario]
     plans: list[Plan]
     growth: Growth

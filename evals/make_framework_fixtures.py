@@ -189,7 +189,7 @@ def record(spec: Spec, work: Path) -> Recorded:
         marks["recovered"] = first_new
     end = max([w for sizes in growth.appends.values() for _, w in sizes] + [p[0] for h in growth.puts.values() for p in h])
     end = max(end, *(p.stat().st_mtime for p in run_dir.rglob("*") if p.is_file()))
-    return Recorded(spec, scenarios, plans, growth, rows, round(end, 3), marks, run_dir)
+    return Recorded(scenarios, plans, growth, rows, round(end, 3), marks, run_dir)
 
 
 # --- the case ---------------------------------------------------------------------------------------
