@@ -21,17 +21,15 @@ def hold_collector() -> None:
     _gc_held = _program = True
 
 
-if (  # the `rlagent` program starting (not a library user): Ctrl-C before its main() ends it quietly
-    _sys.argv
-    and _os.path.basename(_sys.argv[0] or "") == "rlagent"
-    and _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler
-):
+if _sys.argv and _os.path.basename(_sys.argv[0] or "") == "rlagent":  # the program starting, not a library user
+    if _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:  # Ctrl-C before main() ends it quietly
+        # (started with Ctrl-C ignored, as `rlagent watch ... &` in a script is, it stays ignored)
 
-    def _stop_while_starting(signum, frame):  # pragma: no cover - timing dependent
-        _os.write(2, b"rlagent: stopped (Ctrl-C)\n")
-        _os._exit(130)
+        def _stop_while_starting(signum, frame):  # pragma: no cover - timing dependent
+            _os.write(2, b"rlagent: stopped (Ctrl-C)\n")
+            _os._exit(130)
 
-    _signal.signal(_signal.SIGINT, _stop_while_starting)
+        _signal.signal(_signal.SIGINT, _stop_while_starting)
     hold_collector()
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -10,6 +11,13 @@ import pytest
 
 from rlagent.evals.simulator.logfmt import loguru_line as _loguru_line
 from rlagent.evals.simulator.logfmt import prefix_lines
+
+
+def pytest_configure(config):
+    """A suite started with Ctrl-C ignored (`pytest &` in a script) would hand that to every rlagent it
+    starts, which keeps it ignored as a program should: the tests that stop one with Ctrl-C need it on."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def loguru_line(clock: str, level: str, message: str, prefix: str = "") -> str:

@@ -137,6 +137,16 @@ print(held, gc.isenabled(), gc.get_freeze_count() > 0, gc.get_threshold()[0])
     assert as_program.stdout.split()[-4:] == ["True", "True", "True", "20000"], as_program.stderr
     as_library = subprocess.run([sys.executable, "-c", probe, "my_script.py"], capture_output=True, text=True)
     assert as_library.stdout.split()[-4:] == ["False", "True", "False", "700"], as_library.stderr
+    # Started with Ctrl-C ignored, as `rlagent watch ... &` in a script is: still the program (it was taken
+    # for a library user, with Python's collector settings), and Ctrl-C stays ignored (main() turned it on).
+    ignoring = probe.replace("print(held,", "import signal\nprint(signal.getsignal(signal.SIGINT) is signal.SIG_IGN, held,")
+    in_background = subprocess.run(
+        [sys.executable, "-c", ignoring, "/usr/local/bin/rlagent"],
+        capture_output=True,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    assert in_background.stdout.split()[-5:] == ["True", "True", "True", "True", "20000"], in_background.stderr
     # `python -m rlagent` is the program too (its package is imported while argv[0] is `-m`)
     as_module = """
 import gc, runpy, sys

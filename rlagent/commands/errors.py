@@ -52,7 +52,8 @@ def describe(exc: BaseException) -> tuple[str, int] | None:
 
 def run_guarded(app: Callable[[], object]) -> None:
     """Run the typer app; an expected failure is one `rlagent: error:` line, Ctrl-C exit 130."""
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:  # ignored when started (`... &` in a script): it stays so
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         app()
     except KeyboardInterrupt:
