@@ -230,13 +230,13 @@ def _put(out: dict[str, float | None], key: str, raw: str) -> None:
 
 
 def _read_as_json(body: str) -> dict[str, float | None] | None:
-    """The usual line read as JSON, in a tenth of the time of the items' regex; None for a line with a
-    bare nan, inf, None or True (not JSON), which the regex then reads. The body is of `_WHOLE`'s shape
-    (no backslash in a key or string), so with no double quote in it, its single quotes are exactly
-    the delimiters of its keys and strings, a JSON number reads as float() reads it, and a string is
-    what the regex finds between its quotes. Every item holds `': ` once, at its key's end: more of
-    them is a key that comes twice (the regex's reading keeps the first of a value it skips) or a
-    key or string that starts with `: `, left to the regex."""
+    """The usual line read as JSON, in a fifth of the time of the items' regex and their float()s;
+    None for a line with a bare nan, inf, None or True (not JSON), which the regex then reads. The
+    body is of `_WHOLE`'s shape (no backslash in a key or string), so with no double quote in it, its
+    single quotes are exactly the delimiters of its keys and strings, a JSON number reads as float()
+    reads it, and a string is what the regex finds between its quotes. Every item holds `': ` once,
+    at its key's end: more of them is a key that comes twice (the regex's reading keeps the first of
+    a value it skips) or a key or string that starts with `: `, left to the regex."""
     if '"' in body:
         return None
     try:
