@@ -15,12 +15,14 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import stat
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, Self
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from rlagent.tools import safefs
 from rlagent.tools.safefs import read_regular, reason
 
 MANIFEST = "manifest.json"
@@ -147,9 +149,20 @@ def check_files(run_dir: Path, manifest: Manifest) -> list[str]:
     on_disk = {p.relative_to(run_dir).as_posix() for p in run_dir.rglob("*") if p.is_file() and not p.is_symlink()}
     links = {p.relative_to(run_dir).as_posix() for p in run_dir.rglob("*") if p.is_symlink()}
     for rel in sorted(set(manifest.files) - on_disk):
-        problems.append(f"run/{rel} is in the manifest but missing")
+        problems.append(f"run/{rel} is in the manifest but {_not_a_file(run_dir / rel)}")
     for rel in sorted(on_disk - set(manifest.files)):
         problems.append(f"run/{rel} is not in the manifest (its time is unknown)")
     for rel in sorted(links - set(manifest.symlinks)):
         problems.append(f"run/{rel} is a symlink the manifest does not know (its targets over time are unknown)")
     return problems
+
+
+def _not_a_file(path: Path) -> str:
+    """Why a file of the manifest is not among run/'s files: missing, or there as something else."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return "missing"
+    if stat.S_ISLNK(mode):
+        return "is a symlink, not a file"
+    return f"is {safefs.kind_of(mode)}, not a regular file"

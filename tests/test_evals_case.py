@@ -3,6 +3,7 @@ the key; a broken fixture is reported by name with every problem, never a traceb
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
@@ -109,6 +110,19 @@ def test_a_fixture_with_every_problem_lists_them_all_by_name(broken):
     assert any("unknown finding id 'nope'" in p for p in problems)
     assert "run/logs/trainer.log is in the manifest but missing" in problems
     assert "run/stray.txt is not in the manifest (its time is unknown)" in problems
+
+
+def test_a_manifest_file_that_is_there_as_a_fifo_is_named_as_one(broken):
+    """Refused as before, but said to be "missing" though it was there."""
+    (broken / "run" / "logs" / "trainer.log").unlink()
+    os.mkfifo(broken / "run" / "logs" / "trainer.log")
+    (broken / "run" / "logs" / "orchestrator.log").unlink()
+    (broken / "run" / "logs" / "orchestrator.log").symlink_to("trainer.log")
+    with pytest.raises(FixtureError) as info:
+        load_fixture(broken)
+    problems = info.value.problems
+    assert "run/logs/trainer.log is in the manifest but is a FIFO, not a regular file" in problems
+    assert "run/logs/orchestrator.log is in the manifest but is a symlink, not a file" in problems
 
 
 def test_missing_manifest_and_wrong_layout_are_reported(broken):
