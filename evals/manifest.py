@@ -23,7 +23,6 @@ from typing import Literal, Self
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from rlagent.tools import safefs
-from rlagent.tools.safefs import read_regular, reason
 
 MANIFEST = "manifest.json"
 Kind = Literal["log", "jsonl", "file"]
@@ -127,11 +126,11 @@ def build_manifest(
 
 def load_manifest(path: Path) -> Manifest:
     try:
-        data = json.loads(read_regular(path).decode("utf-8"))  # a FIFO or /dev/zero: refused, not waited on
+        data = json.loads(safefs.read_regular(path).decode("utf-8"))  # a FIFO or /dev/zero: refused, not waited on
     except FileNotFoundError as exc:
         raise ManifestError(f"{path.name}: missing (re-make the fixture, or write it with build_manifest)") from exc
     except OSError as exc:
-        raise ManifestError(f"{path.name}: unreadable ({reason(exc)})") from exc
+        raise ManifestError(f"{path.name}: unreadable ({safefs.reason(exc)})") from exc
     except ValueError as exc:  # UnicodeDecodeError is one
         raise ManifestError(f"{path.name}: unreadable or malformed JSON ({exc})") from exc
     try:
