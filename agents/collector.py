@@ -288,7 +288,7 @@ def _samples(state: CheckinState, run_dir: Path, adapter, layout: Layout, notes:
 def _fresh_history(old: MetricHistory) -> MetricHistory:
     """A copy to update without touching the input state: outer containers are copied and rows
     are replaced, never mutated (a deep copy of a long history costs more than the whole read)."""
-    return MetricHistory.model_construct(
+    fresh = MetricHistory.model_construct(
         trainer=dict(old.trainer),
         orchestrator=dict(old.orchestrator),
         early=dict(old.early),
@@ -296,6 +296,8 @@ def _fresh_history(old: MetricHistory) -> MetricHistory:
         step_seen_at=dict(old.step_seen_at),
         event_counts=dict(old.event_counts),
     )
+    fresh.carry_memo(old)
+    return fresh
 
 
 def _update_row(table: dict[int, dict[str, float]], step: int, values: dict[str, float]) -> None:

@@ -46,8 +46,15 @@ class _Held:
     rows: dict[RowKey, bytes]
 
 
-def _pack_rows(history: MetricHistory) -> dict[RowKey, bytes]:
-    return {(p, s): ormsgpack.packb(row) for p in PROCESSES for s, row in history.table(p).items()}  # type: ignore[arg-type]
+def _pack_rows(history: MetricHistory, held: _Held | None) -> dict[RowKey, bytes]:
+    """Each row packed; a row that is still the held history's row object keeps its packing
+    (rows are replaced, never changed in place: agents/collector `_fresh_history`)."""
+    packed: dict[RowKey, bytes] = {}
+    for p in PROCESSES:
+        before = held.history.table(p) if held is not None else {}  # type: ignore[arg-type]
+        for s, row in history.table(p).items():  # type: ignore[arg-type]
+            packed[p, s] = held.rows[p, s] if before.get(s) is row else ormsgpack.packb(row)  # type: ignore[union-attr]
+    return packed
 
 
 def _pack_rest(history: MetricHistory) -> bytes:
@@ -78,8 +85,8 @@ class RunSaver(SqliteSaver):
         slim = {**checkpoint, "channel_values": {**checkpoint["channel_values"], "memory": without}}
         type_, blob = self.serde.dumps_typed(slim)
         meta = json.dumps(get_checkpoint_metadata(config, metadata), ensure_ascii=False).encode("utf-8", "ignore")
-        rows = _pack_rows(history)
         held = self._held.get(thread_id)
+        rows = _pack_rows(history, held)
         with self.lock:
             self.setup()
             try:

@@ -147,3 +147,19 @@ def test_a_checkpoint_committed_between_the_two_reads_is_read_again(tmp_path, mo
     reader.saver._held.clear()
     state = reader.state()
     assert raced and state.checkin == 2 and sorted(state.memory.history.trainer) == list(range(1, 10))
+
+
+def test_a_row_replaced_at_a_step_it_had_is_stored_anew_when_the_history_is_kept(tmp_path):
+    """The kept history's packed rows are reused for the rows that are the same objects; a resumed
+    run logs its steps again with other values: those rows are new, and another process reads them."""
+    run = HRun(tmp_path)
+    run.steps(40)
+    mon = monitor(run, tmp_path)
+    mon.check_in()
+    run.new_attempt()
+    run.step = 30
+    run.steps(5, reward=lambda s: 0.9, loss="0.5")
+    state = mon.check_in()
+    assert state.memory.history.trainer[33]["loss"] == 0.5 and 40 not in state.memory.history.trainer
+    other = monitor(run, tmp_path)
+    assert same(other.state().memory.history, state.memory.history)

@@ -13,7 +13,7 @@ import itertools
 import math
 import re
 import statistics
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
@@ -21,6 +21,7 @@ from functools import cached_property
 from rlagent.agents.rules.thresholds import Thresholds
 from rlagent.models.observation import LogEvent, MetricHistory, Observation, Process
 from rlagent.models.run import RunConfig
+from rlagent.models.series_memo import PointOf, TableSeries, step_of
 from rlagent.models.state import CheckinState
 
 Point = tuple[int, float]
@@ -207,8 +208,7 @@ class RuleContext:
     now: datetime | None = None
     """Defaults to `observation.now` (offline: the time of the newest line)."""
 
-    _series: dict[tuple[str, str], list[Point]] = field(default_factory=dict, init=False, repr=False)
-    _rows: dict[str, list[tuple[int, dict[str, float]]]] = field(default_factory=dict, init=False, repr=False)
+    _tables: dict[str, TableSeries] = field(default_factory=dict, init=False, repr=False)
     _names: dict[str, set[str]] = field(default_factory=dict, init=False, repr=False)
     _last: dict[str, int | None] = field(default_factory=dict, init=False, repr=False)
 
@@ -240,18 +240,25 @@ class RuleContext:
     # --- metrics ---------------------------------------------------------------------------
 
     def series(self, process: Process, metric: str, *, after_warmup: bool = False) -> list[Point]:
-        """Finite (step, value) points in step order (built once per check-in: rules ask often)."""
-        key = (process, metric)
-        points = self._series.get(key)
-        if points is None:
-            # As history.finite_series, from the table's rows sorted once per check-in, not once per series.
-            rows = self._rows.get(process)
-            if rows is None:
-                rows = self._rows[process] = sorted(self.history.table(process).items(), key=_first)
-            points = self._series[key] = [(s, v) for s, row in rows if (v := row.get(metric)) is not None and math.isfinite(v)]
-        if after_warmup:
-            points = [(s, v) for s, v in points if s > self.thresholds.warmup_steps]
-        return points
+        """Finite (step, value) points in step order (as history.finite_series; kept between
+        check-ins for the rows that did not change: rules ask often). Do not change the list."""
+        points = self._table_series(process).finite(metric)
+        return self._after_warmup(points) if after_warmup else points
+
+    def derived(self, process: Process, key: Hashable, point_of: PointOf, *, after_warmup: bool = False) -> list[Point]:
+        """(step, point_of(step, row)) of the process's rows where it is not None, in step order;
+        `key` names what `point_of` computes (kept between check-ins like `series`)."""
+        points = self._table_series(process).derived(key, point_of)
+        return self._after_warmup(points) if after_warmup else points
+
+    def _table_series(self, process: Process) -> TableSeries:
+        tables = self._tables.get(process)
+        if tables is None:
+            tables = self._tables[process] = self.history.finite_tables(process)
+        return tables
+
+    def _after_warmup(self, points: list[Point]) -> list[Point]:
+        return points[bisect.bisect_right(points, self.thresholds.warmup_steps, key=step_of) :]
 
     def metric_names(self, process: Process) -> set[str]:
         """Every metric name in the process's table (once per check-in)."""
@@ -422,10 +429,6 @@ class RuleContext:
     def live(self) -> bool:
         """The process probe ran (a live check-in); offline runs say nothing about processes."""
         return self.observation.live.processes is not None
-
-
-def _first(item: tuple[int, dict[str, float]]) -> int:
-    return item[0]
 
 
 def _later(a: LogEvent, b: LogEvent) -> bool:

@@ -6,6 +6,8 @@ other is the bottleneck (prime-rl training docs).
 
 from __future__ import annotations
 
+from functools import partial
+
 from rlagent.agents.rules.catalogue import finding
 from rlagent.agents.rules.context import (
     Point,
@@ -30,14 +32,12 @@ WAITING_KEYS = ("vllm:num_requests_waiting", "num_requests_waiting")
 def _wait_share(ctx: RuleContext, process: Process, wait: str) -> list[Point]:
     """(step, wait / step time) after warm-up: the first batch and the first policy are waited
     for by design."""
-    table = ctx.history.table(process)
-    out = []
-    for s in sorted(table):
-        row = table[s]
-        total, waited = row.get("step_time"), row.get(wait)
-        if s > ctx.thresholds.warmup_steps and total and waited is not None and total > 0 and waited >= 0:
-            out.append((s, waited / total))
-    return out
+    return ctx.derived(process, ("wait_share", wait), partial(_share_of, wait), after_warmup=True)
+
+
+def _share_of(wait: str, _step: int, row: dict[str, float]) -> float | None:
+    total, waited = row.get("step_time"), row.get(wait)
+    return waited / total if total and waited is not None and total > 0 and waited >= 0 else None
 
 
 def _bottleneck(ctx: RuleContext, finding_id: str, process: Process, wait: str, other: str) -> Finding | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import partial
 
 from rlagent.agents.rules.catalogue import finding
 from rlagent.agents.rules.context import (
@@ -50,13 +51,16 @@ def _dropped_core(message: str) -> bool:
     return not keys or any(_CORE_KEY.match(k) for k in keys)
 
 
+def _nonfinite(metric: str, _step: int, row: dict[str, float]) -> float | None:
+    value = row.get(metric)
+    return value if value is not None and not math.isfinite(value) else None
+
+
 def nan_detected(ctx: RuleContext) -> Finding | None:
-    tables = {process: ctx.history.table(process) for process, _ in NAN_METRICS}
     bad = [
-        (s, metric, row[metric])
+        (s, metric, v)
         for process, metric in NAN_METRICS
-        for s, row in tables[process].items()
-        if metric in row and not math.isfinite(row[metric])
+        for s, v in ctx.derived(process, ("nonfinite", metric), partial(_nonfinite, metric))
     ]
     dropped = [e for e in ctx.of_kind("nonfinite_dropped") if _dropped_core(e.message)]
     if not bad and not dropped:

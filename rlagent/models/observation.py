@@ -6,9 +6,10 @@ import math
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from rlagent.models.cluster import MultiNodeView, NodeProcesses
+from rlagent.models.series_memo import SeriesMemo, TableSeries
 from rlagent.models.slurm import SlurmReport
 
 Process = Literal["trainer", "orchestrator"]
@@ -89,6 +90,20 @@ class MetricHistory(BaseModel):
     event_counts: dict[str, dict[str, dict[int, int]]] = Field(default_factory=dict)
     """log file -> event kind -> step -> classified lines, uncapped (events themselves are
     kept bounded): rates such as env errors per rollout need the true counts."""
+
+    _memo: SeriesMemo = PrivateAttr(default_factory=SeriesMemo)
+    """Series built from this history's rows, or from those of the history it was made from
+    (`carry_memo`): a warm check-in builds points only from its new rows."""
+
+    def carry_memo(self, older: MetricHistory) -> None:
+        """Build on `older`'s series: this history was made from it, replacing rows, never
+        changing one (agents/collector `_fresh_history`)."""
+        self._memo = older._memo
+
+    def finite_tables(self, process: Process) -> TableSeries:
+        """The table's steps, rows and finite series, as of now (the table must not change while
+        the result is used)."""
+        return self._memo.synced(process, self.table(process))
 
     def event_count(self, kind: str, first_step: int, last_step: int, process: str) -> int | None:
         """Lines of `kind` in [first_step, last_step] from the logs of `process`; None if none carry steps."""

@@ -1,0 +1,115 @@
+"""Finite metric series of a history table, carried from one check-in to the next.
+
+The rules ask for about a dozen series of the 1000-step window at every check-in, and a warm
+check-in adds a few steps to it: building each series from every row again was 2.6 ms of a 22 ms
+check-in. A memo keeps each series it built with the rows it built it from; given the next
+check-in's table, it keeps the points of the rows that are still there as the same objects and
+builds points only from the others.
+
+This is sound because a history row is replaced, never changed in place (agents/collector
+`_update_row`): a row object still in the table still holds the values its points came from. A
+history read back from the store has new row objects, so its memo finds nothing to keep.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import operator
+from collections.abc import Callable, Hashable
+
+Point = tuple[int, float]
+"""(step, value) of one metric."""
+Row = dict[str, float]
+Table = dict[int, Row]
+PointOf = Callable[[int, Row], float | None]
+"""A step's point from its row alone (None: no point at that step)."""
+
+
+def step_of(point: Point) -> int:
+    return point[0]
+
+
+def finite_points(steps: list[int], rows: list[Row], metric: str) -> list[Point]:
+    return [(s, v) for s, row in zip(steps, rows, strict=True) if (v := row.get(metric)) is not None and math.isfinite(v)]
+
+
+def derived_points(steps: list[int], rows: list[Row], point_of: PointOf) -> list[Point]:
+    return [(s, v) for s, row in zip(steps, rows, strict=True) if (v := point_of(s, row)) is not None]
+
+
+class TableSeries:
+    """The finite series of one table, as of the table it was last `sync`ed with."""
+
+    __slots__ = ("_derived", "_series", "rows", "steps")
+
+    def __init__(self) -> None:
+        self.steps: list[int] = []
+        self.rows: list[Row] = []
+        self._series: dict[str, list[Point]] = {}
+        self._derived: dict[Hashable, tuple[PointOf, list[Point]]] = {}
+
+    def sync(self, table: Table) -> None:
+        """Align with `table`: each series keeps its points of the leading rows that are unchanged
+        (the same step holding the same row object) and gets new points from the rows after them."""
+        steps = sorted(table)
+        rows = [table[s] for s in steps]
+        start = bisect.bisect_left(self.steps, steps[0]) if steps else 0
+        n = min(len(steps), len(self.steps) - start)
+        same = list(
+            map(
+                operator.and_,
+                map(operator.eq, self.steps[start : start + n], steps),
+                map(operator.is_, self.rows[start : start + n], rows),
+            )
+        )
+        kept = same.index(False) if False in same else n
+        if kept == 0:
+            self._series, self._derived = {}, {}
+        else:
+            first, last = steps[0], steps[kept - 1]
+            new_steps, new_rows = steps[kept:], rows[kept:]
+
+            def kept_points(points: list[Point]) -> list[Point]:
+                return points[bisect.bisect_left(points, first, key=step_of) : bisect.bisect_right(points, last, key=step_of)]
+
+            self._series = {
+                metric: [*kept_points(points), *finite_points(new_steps, new_rows, metric)]
+                for metric, points in self._series.items()
+            }
+            self._derived = {
+                key: (point_of, [*kept_points(points), *derived_points(new_steps, new_rows, point_of)])
+                for key, (point_of, points) in self._derived.items()
+            }
+        self.steps, self.rows = steps, rows
+
+    def finite(self, metric: str) -> list[Point]:
+        """The metric's finite (step, value) points in step order. The list is shared: do not change it."""
+        points = self._series.get(metric)
+        if points is None:
+            points = self._series[metric] = finite_points(self.steps, self.rows, metric)
+        return points
+
+    def derived(self, key: Hashable, point_of: PointOf) -> list[Point]:
+        """(step, point_of(step, row)) of every row where it is not None, in step order. `key` names
+        what `point_of` computes: the first function given for a key is the one kept."""
+        known = self._derived.get(key)
+        if known is None:
+            known = self._derived[key] = (point_of, derived_points(self.steps, self.rows, point_of))
+        return known[1]
+
+
+class SeriesMemo:
+    """One `TableSeries` per table name; a history carries its memo to its successor."""
+
+    __slots__ = ("_tables",)
+
+    def __init__(self) -> None:
+        self._tables: dict[str, TableSeries] = {}
+
+    def synced(self, name: str, table: Table) -> TableSeries:
+        series = self._tables.get(name)
+        if series is None:
+            series = self._tables[name] = TableSeries()
+        series.sync(table)
+        return series
