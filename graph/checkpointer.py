@@ -9,6 +9,11 @@ a get puts the history back. A monitor of one run keeps the history of the newes
 memory once stored or loaded (`keep`), so its next check-in reads no rows at all; a watcher of many
 runs does not (2.9 MB per run of 1000 steps) and reads the rows back, which costs about 2 ms.
 
+A monitor that keeps its history keeps the whole newest checkpoint it put too (`_last`), and reads
+it back from memory when the store still says it is the thread's newest, with no pending writes
+(two indexed queries instead of reading and decoding the checkpoint: 0.7 -> 0.1 ms). Its values are
+the objects the last check-in ended with; nodes replace state values, never change one in place.
+
 The history in the tables is the newest checkpoint's (each put replaces it): an older checkpoint
 read by id comes back with an empty history. rlagent reads only the newest; when another process
 commits a newer one between the two reads, the get reads again. A checkpoint that
@@ -23,7 +28,7 @@ import sqlite3
 from dataclasses import dataclass
 
 import ormsgpack
-from langgraph.checkpoint.base import get_checkpoint_id, get_checkpoint_metadata
+from langgraph.checkpoint.base import CheckpointTuple, copy_checkpoint, get_checkpoint_id, get_checkpoint_metadata
 from langgraph.checkpoint.sqlite import SqliteSaver
 from loguru import logger
 
@@ -68,6 +73,8 @@ class RunSaver(SqliteSaver):
         self._held: dict[str, _Held] = {}
         """Thread id -> its newest checkpoint's history, when kept. A dict, so LangGraph's shallow
         clones of the saver (one per compiled graph) share it."""
+        self._last: dict[str, CheckpointTuple] = {}
+        """Thread id -> the newest checkpoint this saver put, as get_tuple would read it (when kept)."""
 
     def setup(self) -> None:
         if self.is_setup:
@@ -120,17 +127,46 @@ class RunSaver(SqliteSaver):
             except BaseException:
                 self.conn.rollback()
                 raise
+        namespace, parent = config["configurable"]["checkpoint_ns"], config["configurable"].get("checkpoint_id")
+        stored = {"configurable": {"thread_id": thread_id, "checkpoint_ns": namespace, "checkpoint_id": checkpoint["id"]}}
         if self.keep:
             self._held[thread_id] = _Held(checkpoint["id"], history, rows)
-        return {
-            "configurable": {
-                "thread_id": thread_id,
-                "checkpoint_ns": config["configurable"]["checkpoint_ns"],
-                "checkpoint_id": checkpoint["id"],
-            }
-        }
+            parent_config = {"configurable": {**stored["configurable"], "checkpoint_id": parent}} if parent else None
+            self._last[thread_id] = CheckpointTuple(stored, copy_checkpoint(checkpoint), json.loads(meta), parent_config, [])
+        return stored
+
+    def put_writes(self, config, writes, task_id, task_path=""):
+        self._last.pop(str(config["configurable"]["thread_id"]), None)  # read them back from the store
+        return super().put_writes(config, writes, task_id, task_path)
+
+    def _newest_as_put(self, config) -> CheckpointTuple | None:
+        """The thread's newest checkpoint as this saver put it, if the store still says it is the
+        newest and holds no pending writes for it (another process may have written since)."""
+        last = self._last.get(str(config["configurable"]["thread_id"]))
+        if (
+            last is None
+            or get_checkpoint_id(config)
+            or config["configurable"].get("checkpoint_ns", "") != last.config["configurable"]["checkpoint_ns"]
+        ):
+            return None
+        key = (last.config["configurable"]["thread_id"], last.config["configurable"]["checkpoint_ns"])
+        checkpoint_id = last.config["configurable"]["checkpoint_id"]
+        with self.lock:
+            newest = self.conn.execute(
+                "SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ?",
+                key,
+            ).fetchone()
+            writes = self.conn.execute(
+                "SELECT 1 FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? LIMIT 1",
+                (*key, checkpoint_id),
+            ).fetchone()
+        if newest is None or newest[0] != checkpoint_id or writes is not None:
+            return None
+        return CheckpointTuple(last.config, copy_checkpoint(last.checkpoint), dict(last.metadata), last.parent_config, [])
 
     def get_tuple(self, config):
+        if (kept := self._newest_as_put(config)) is not None:
+            return kept
         for _ in range(3):  # another process committed a newer checkpoint between two reads: read again
             found = super().get_tuple(config)
             if found is None:

@@ -163,3 +163,28 @@ def test_a_row_replaced_at_a_step_it_had_is_stored_anew_when_the_history_is_kept
     assert state.memory.history.trainer[33]["loss"] == 0.5 and 40 not in state.memory.history.trainer
     other = monitor(run, tmp_path)
     assert same(other.state().memory.history, state.memory.history)
+
+
+def test_the_newest_checkpoint_read_from_memory_is_the_one_the_store_holds(tmp_path):
+    """A monitor that keeps its history reads its own newest checkpoint back from memory: the same
+    checkpoint, metadata, parent and history as a saver with nothing in memory reads from the store."""
+    run = HRun(tmp_path)
+    run.steps(20)
+    mon = monitor(run, tmp_path)
+    mon.check_in()
+    run.steps(2, loss="nan")
+    state = mon.check_in()
+    kept, stored = mon.saver.get_tuple(mon.config), checkpointer.RunSaver(mon.conn).get_tuple(mon.config)
+    assert kept.checkpoint["channel_values"]["memory"] is state.memory  # from memory, not decoded again
+    assert (
+        kept.config == stored.config
+        and kept.parent_config == stored.parent_config
+        and kept.pending_writes == stored.pending_writes == []
+    )
+    assert kept.metadata == stored.metadata and kept.checkpoint["channel_versions"] == stored.checkpoint["channel_versions"]
+    values, stored_values = kept.checkpoint["channel_values"], stored.checkpoint["channel_values"]
+    assert set(values) == set(stored_values)
+    for name, value in values.items():
+        assert same(value, stored_values[name]) if hasattr(value, "model_dump") else value == stored_values[name]
+    kept.checkpoint["channel_versions"].clear()  # what LangGraph does to a checkpoint it loaded is not seen by the next read
+    assert mon.saver.get_tuple(mon.config).checkpoint["channel_versions"] == stored.checkpoint["channel_versions"]
