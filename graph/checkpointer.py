@@ -51,15 +51,21 @@ class _Held:
     rows: dict[RowKey, bytes]
 
 
-def _pack_rows(history: MetricHistory, held: _Held | None) -> dict[RowKey, bytes]:
-    """Each row packed; a row that is still the held history's row object keeps its packing
-    (rows are replaced, never changed in place: agents/collector `_fresh_history`)."""
-    packed: dict[RowKey, bytes] = {}
+def _pack_rows(history: MetricHistory, held: _Held | None) -> tuple[dict[RowKey, bytes], list[RowKey]]:
+    """(every row packed, the rows packed anew). A row that is still the held history's row object
+    keeps its packing: rows are replaced, never changed in place (agents/collector `_fresh_history`)."""
+    packed = dict(held.rows) if held is not None else {}
+    anew: list[RowKey] = []
     for p in PROCESSES:
+        table = history.table(p)  # type: ignore[arg-type]
         before = held.history.table(p) if held is not None else {}  # type: ignore[arg-type]
-        for s, row in history.table(p).items():  # type: ignore[arg-type]
-            packed[p, s] = held.rows[p, s] if before.get(s) is row else ormsgpack.packb(row)  # type: ignore[union-attr]
-    return packed
+        for s in before.keys() - table.keys():
+            del packed[p, s]
+        for s, row in table.items():
+            if before.get(s) is not row:
+                packed[p, s] = ormsgpack.packb(row)
+                anew.append((p, s))
+    return packed, anew
 
 
 def _pack_rest(history: MetricHistory) -> bytes:
@@ -93,18 +99,18 @@ class RunSaver(SqliteSaver):
         type_, blob = self.serde.dumps_typed(slim)
         meta = json.dumps(get_checkpoint_metadata(config, metadata), ensure_ascii=False).encode("utf-8", "ignore")
         held = self._held.get(thread_id)
-        rows = _pack_rows(history, held)
+        rows, anew = _pack_rows(history, held)
         with self.lock:
             self.setup()
             try:
                 before = held.rows if held is not None else self._stored_rows(thread_id)
                 self.conn.executemany(
                     "INSERT OR REPLACE INTO history_rows (thread_id, process, step, row) VALUES (?, ?, ?, ?)",
-                    [(thread_id, p, s, row) for (p, s), row in rows.items() if before.get((p, s)) != row],
+                    [(thread_id, p, s, rows[p, s]) for p, s in anew if before.get((p, s)) != rows[p, s]],
                 )
                 self.conn.executemany(
                     "DELETE FROM history_rows WHERE thread_id = ? AND process = ? AND step = ?",
-                    [(thread_id, p, s) for p, s in before if (p, s) not in rows],
+                    [(thread_id, p, s) for p, s in before.keys() - rows.keys()],
                 )
                 self.conn.execute(
                     "INSERT OR REPLACE INTO history_meta (thread_id, checkpoint_id, rest) VALUES (?, ?, ?)",
