@@ -174,7 +174,8 @@ def test_the_newest_checkpoint_read_from_memory_is_the_one_the_store_holds(tmp_p
     mon.check_in()
     run.steps(2, loss="nan")
     state = mon.check_in()
-    kept, stored = mon.saver.get_tuple(mon.config), checkpointer.RunSaver(mon.conn).get_tuple(mon.config)
+    other = monitor(run, tmp_path)  # another process: nothing in memory, the state's types allowed as the graph allows them
+    kept, stored = mon.graph.checkpointer.get_tuple(mon.config), other.graph.checkpointer.get_tuple(other.config)
     assert kept.checkpoint["channel_values"]["memory"] is state.memory  # from memory, not decoded again
     assert (
         kept.config == stored.config
@@ -187,4 +188,4 @@ def test_the_newest_checkpoint_read_from_memory_is_the_one_the_store_holds(tmp_p
     for name, value in values.items():
         assert same(value, stored_values[name]) if hasattr(value, "model_dump") else value == stored_values[name]
     kept.checkpoint["channel_versions"].clear()  # what LangGraph does to a checkpoint it loaded is not seen by the next read
-    assert mon.saver.get_tuple(mon.config).checkpoint["channel_versions"] == stored.checkpoint["channel_versions"]
+    assert mon.graph.checkpointer.get_tuple(mon.config).checkpoint["channel_versions"] == stored.checkpoint["channel_versions"]
