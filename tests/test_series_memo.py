@@ -105,7 +105,7 @@ def test_rules_over_a_carried_history_find_what_they_find_over_the_same_history_
         run.steps(30, reward=lambda s, p=phase: 0.8 - 0.02 * p * (s % 7), loss="nan" if phase == 4 else "0.0012")
         state = mon.check_in()
         carried = state.memory.history
-        rewards = carried.finite_tables("orchestrator").finite("reward")
+        rewards = carried.table_series("orchestrator").finite("reward")
         if first is not None:
             assert rewards[0] is first  # the series was carried from the last check-in, not built again
         first = rewards[0]
@@ -115,15 +115,15 @@ def test_rules_over_a_carried_history_find_what_they_find_over_the_same_history_
         again = run_rules(RuleContext.from_state(state.model_copy(update={"memory": memory})))
         assert [f.model_dump() for f in kept] == [f.model_dump() for f in again]
         for process, metric in (("orchestrator", "reward"), ("trainer", "loss"), ("trainer", "entropy")):
-            assert same_points(carried.finite_tables(process).finite(metric), read_back.finite_series(process, metric))
+            assert same_points(carried.table_series(process).finite(metric), read_back.finite_series(process, metric))
         found.append({f.id for f in kept})
     assert "nan_detected" in found[4]
 
 
 def test_the_next_check_ins_history_carries_the_memo():
     old = MetricHistory(trainer={s: {"loss": 1.0} for s in range(5)})
-    points = old.finite_tables("trainer").finite("loss")
+    points = old.table_series("trainer").finite("loss")
     new = _fresh_history(old)
     new.trainer[5] = {"loss": 2.0}
-    again = new.finite_tables("trainer").finite("loss")
+    again = new.table_series("trainer").finite("loss")
     assert again[:5] == points and again[0] is points[0] and again[5] == (5, 2.0)

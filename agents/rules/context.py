@@ -254,7 +254,7 @@ class RuleContext:
     def _table_series(self, process: Process) -> TableSeries:
         tables = self._tables.get(process)
         if tables is None:
-            tables = self._tables[process] = self.history.finite_tables(process)
+            tables = self._tables[process] = self.history.table_series(process)
         return tables
 
     def _after_warmup(self, points: list[Point]) -> list[Point]:

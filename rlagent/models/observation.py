@@ -100,7 +100,7 @@ class MetricHistory(BaseModel):
         changing one (agents/collector `_fresh_history`)."""
         self._memo = older._memo
 
-    def finite_tables(self, process: Process) -> TableSeries:
+    def table_series(self, process: Process) -> TableSeries:
         """The table's steps, rows and finite series, as of now (the table must not change while
         the result is used)."""
         return self._memo.synced(process, self.table(process))

@@ -39,7 +39,8 @@ def derived_points(steps: list[int], rows: list[Row], point_of: PointOf) -> list
 
 
 class TableSeries:
-    """The finite series of one table, as of the table it was last `sync`ed with."""
+    """The series of one table (finite values of a metric, or points derived from each row), as of
+    the table it was last `sync`ed with."""
 
     __slots__ = ("_derived", "_series", "rows", "steps")
 
