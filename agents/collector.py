@@ -301,6 +301,8 @@ def _fresh_history(old: MetricHistory) -> MetricHistory:
 
 
 def _update_row(table: dict[int, dict[str, float]], step: int, values: dict[str, float]) -> None:
+    # A new row object, never the old one changed: what was built from a row object still in the
+    # table is reused (the rules' series, rlagent/models/series_memo.py; the packed rows of the store).
     table[step] = {**table.get(step, {}), **values}
 
 

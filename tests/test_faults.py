@@ -34,6 +34,7 @@ from rlagent.models.run import Health
 from rlagent.tools import statusfile
 from rlagent.tools.layout import discover_run
 
+from conftest import loguru_line
 from crashkit import entry_problems, parse_status
 from faultkit import ROOT, bounded
 from runbuilder import HRun
@@ -171,6 +172,27 @@ def test_4_a_fifo_where_a_file_should_be_is_a_note_not_a_hang(tmp_path, where):
     state = check(run, tmp_path / "home")
     assert f"{where}: unreadable (a FIFO, not read)" in state.out.observation.notes
     assert state.out.written and state.out.observation.trainer_step == 5
+
+
+@pytest.mark.parametrize("outside", ["elsewhere", "reverse-text-run-2"], ids=["elsewhere", "a sibling named like the run"])
+def test_4_a_log_that_links_out_of_the_run_is_a_note_and_is_not_read(tmp_path, outside):
+    """A symlink is followed only as far as the run dir: what it points to outside is not read,
+    even in a sibling folder whose name starts with the run's (a prefix is not a parent)."""
+    run = HRun(tmp_path)
+    run.steps(5)
+    secret = tmp_path / outside / "orchestrator.log"
+    secret.parent.mkdir()
+    secret.write_text(
+        loguru_line("09:10:00", "WARNING", "a line from outside the run")
+        + loguru_line("09:10:01", "SUCCESS", "Step 9 |   41.2s | Reward 0.9000 | Trainable 112/128 (87.5%)")
+    )
+    log = run.logs / "orchestrator.log"
+    log.unlink()
+    log.symlink_to(secret)
+    state = check(run, tmp_path / "home")
+    assert any("a link out of the run dir" in n for n in state.out.observation.notes)
+    assert not any("outside the run" in e.message for e in state.memory.events)
+    assert state.out.observation.orchestrator_step is None and state.out.observation.trainer_step == 5
 
 
 def test_5_latest_pointing_to_itself_is_a_note(tmp_path):
