@@ -211,6 +211,7 @@ class RuleContext:
     _tables: dict[str, TableSeries] = field(default_factory=dict, init=False, repr=False)
     _names: dict[str, set[str]] = field(default_factory=dict, init=False, repr=False)
     _last: dict[str, int | None] = field(default_factory=dict, init=False, repr=False)
+    _noise: dict[tuple[str, str], float] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.now is None:
@@ -259,6 +260,13 @@ class RuleContext:
 
     def _after_warmup(self, points: list[Point]) -> list[Point]:
         return points[bisect.bisect_right(points, self.thresholds.warmup_steps, key=step_of) :]
+
+    def series_noise(self, process: Process, metric: str) -> float:
+        """`noise_sd` of the metric's whole finite series (two rules ask for the reward's; once a check-in)."""
+        key = (process, metric)
+        if key not in self._noise:
+            self._noise[key] = noise_sd([v for _, v in self.series(process, metric)])
+        return self._noise[key]
 
     def metric_names(self, process: Process) -> set[str]:
         """Every metric name in the process's table (once per check-in)."""

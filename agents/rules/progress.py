@@ -85,7 +85,7 @@ def reward_regression(ctx: RuleContext) -> Finding | None:
     scale = max(abs(peak), peak - min(values))
     if scale <= 0:
         return None
-    noise = t.noise_z * noise_sd([v for _, v in points]) * math.sqrt(2 / w)
+    noise = t.noise_z * ctx.series_noise("orchestrator", "reward") * math.sqrt(2 / w)
     line = peak - max(t.reward_regression_drop * scale, noise)
     streak = trailing(levels, lambda v: v < line)
     if len(streak) < k:
@@ -378,7 +378,7 @@ def eval_regression(ctx: RuleContext) -> Finding | None:
     rewards = ctx.series("orchestrator", "reward")
     if len(rewards) < w:
         return None
-    noise = noise_sd([v for _, v in rewards]) * math.sqrt(2 / w)
+    noise = ctx.series_noise("orchestrator", "reward") * math.sqrt(2 / w)
 
     def level_at(step: int) -> float | None:
         window = [v for s, v in rewards if s <= step][-w:]
