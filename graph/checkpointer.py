@@ -90,9 +90,10 @@ class RunSaver(SqliteSaver):
 
     def put(self, config, checkpoint, metadata, new_versions):
         memory = checkpoint["channel_values"].get("memory")
-        if not isinstance(memory, RunMemory):
-            return super().put(config, checkpoint, metadata, new_versions)
         thread_id = str(config["configurable"]["thread_id"])
+        if not isinstance(memory, RunMemory):
+            self._last.pop(thread_id, None)
+            return super().put(config, checkpoint, metadata, new_versions)
         history = memory.history
         without = memory.model_copy(update={"history": MetricHistory()})
         slim = {**checkpoint, "channel_values": {**checkpoint["channel_values"], "memory": without}}
