@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -19,6 +20,7 @@ from rlagent.graph.store import run_key
 from rlagent.models.fleet import RunSnapshot, RunSummary
 from rlagent.models.observation import MetricHistory
 from rlagent.models.run import RunInfo
+from rlagent.tools import safefs
 from rlagent.tools.adapters import run_here
 from rlagent.tools.fleetdb import FleetDB
 from rlagent.tools.layout import RunNotFound, discover_run
@@ -161,6 +163,20 @@ def status_entries(run_dir: str, limit: int) -> list[str]:
     return split_entries(text, limit)
 
 
+def not_replaceable(path: Path) -> str | None:
+    """Why the report must not take the place of what is at `path`, or None. A report is written
+    beside it and renamed over it, which would put an HTML file where a device was (`/dev/null`,
+    `/dev/full`: as root, the device node itself), or leave a reader of a FIFO waiting. A missing
+    path is created; a regular file, or a symlink (the link, never what it points to), replaced."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None  # missing, or not looked at: writing it will say why if it cannot be written
+    if stat.S_ISREG(mode) or stat.S_ISLNK(mode):
+        return None
+    return f"{safefs.kind_of(mode)}, not a file: not replaced"
+
+
 def write_report(
     path: Path, snapshots: Sequence[RunSnapshot], *, title: str, entries: int, notes: Sequence[str] = (), subtitle: str = ""
 ) -> float:
@@ -174,6 +190,8 @@ def write_report(
         subtitle=subtitle,
     )
     path = Path(path)
+    if (why := not_replaceable(path)) is not None:
+        raise safefs.UnsafeFile(path, why)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     tmp.write_text(html, encoding="utf-8")

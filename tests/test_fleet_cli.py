@@ -5,6 +5,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -202,9 +203,42 @@ def test_watch_a_fleet_of_every_framework(tmp_path):
     assert all(name in html for name in rows)
 
 
+def _not_files(tmp_path: Path) -> list[tuple[Path, str]]:
+    """A FIFO, and (where this process may make one) a character device like /dev/null, where a
+    report is to be written."""
+    fifo = tmp_path / "fifo.html"
+    os.mkfifo(fifo)
+    made = [(fifo, "a FIFO")]
+    device = tmp_path / "null.html"
+    try:
+        os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # /dev/null's numbers, in tmp_path
+        made.append((device, "a character device"))
+    except PermissionError:
+        pass  # not root: the FIFO alone
+    return made
+
+
+def test_report_refuses_to_replace_a_device_or_a_fifo_at_its_output(tmp_path):
+    """The report is written beside its path and renamed over it: `--output /dev/full` as root put an
+    HTML file where the device node was, and said `wrote /dev/full`."""
+    run = HRun(tmp_path, "fresh-run")
+    for path, kind in [*_not_files(tmp_path), (tmp_path, "a directory")]:
+        before = os.lstat(path).st_mode
+        done = rlagent("report", str(run.dir), "-o", str(path), "--offline", timeout=30)
+        assert done.returncode == 2 and done.stdout == "", done.stdout
+        assert done.stderr.strip() == f"rlagent: error: {path}: cannot write it ({kind}, not a file: not replaced)"
+        assert os.lstat(path).st_mode == before
+    link = tmp_path / "link.html"
+    link.symlink_to(tmp_path / "elsewhere.html")
+    done = rlagent("report", str(run.dir), "-o", str(link), "--offline", timeout=30)
+    assert done.returncode == 0 and link.is_file() and not link.is_symlink()  # the link is replaced, as before
+    assert not (tmp_path / "elsewhere.html").exists()
+
+
 def test_a_report_path_that_cannot_be_written_is_refused_before_the_first_round(fleet, tmp_path):
     """It was a note after every round, of a watch that may run for days, exit status 0."""
-    for report, says in ((tmp_path, "a directory"), (tmp_path / "nope" / "fleet.html", "its folder does not exist")):
+    refused = [(path, f"{kind}, not a file: not replaced") for path, kind in _not_files(tmp_path)]
+    for report, says in ((tmp_path, "a directory"), (tmp_path / "nope" / "fleet.html", "its folder does not exist"), *refused):
         done = rlagent("watch", str(fleet), "--offline", "--max-rounds", "1", "--report", str(report))
         assert done.returncode == 2 and f"--report {report}: {says}" in done.stderr, done.stderr
         assert done.stderr.strip().count("\n") == 0 and "round 1" not in done.stdout

@@ -116,6 +116,7 @@ def watch(
     from rlagent.commands.offer import action_config
     from rlagent.graph.adaptive import fast_cadence
     from rlagent.graph.fleet import Watcher
+    from rlagent.graph.fleetview import not_replaceable
     from rlagent.graph.runner import Monitor
     from rlagent.tools.notify import parse_destinations
 
@@ -131,6 +132,8 @@ def watch(
         # Said now, not as a note after every round of a watch that may run for days.
         what = "a directory: give a file, such as report.html in it" if report_path.is_dir() else "its folder does not exist"
         common.fail(f"--report {report_path}: {what}")
+    if report_path is not None and (why := not_replaceable(report_path)) is not None:
+        common.fail(f"--report {report_path}: {why}")
     actions = action_config(settings, notify=lambda line: None)
     common.llm_runtime(settings)  # says once why Claude is off when it was asked for
     from rlagent.agents.llm.runtime import LLMRuntime
