@@ -329,6 +329,8 @@ def test_messages_say_what_is_wrong(tmp_path):
         assert "step_time_s" in one_error_line(slow) and "at most a day (86400)" in one_error_line(slow)
     (tmp_path / "afile").write_text("x")
     assert "is a file, not a directory" in one_error_line(rlagent("simulate", "healthy-h", str(tmp_path / "afile")))
+    os.mkfifo(tmp_path / "afifo")  # called "a file" before
+    assert "afifo is a FIFO, not a directory" in one_error_line(rlagent("simulate", "healthy-h", str(tmp_path / "afifo")))
     (tmp_path / "empty" / "logs").mkdir(parents=True)
     line = one_error_line(rlagent("check", str(tmp_path / "empty")))
     assert "logs/ holds no latest, attempt_N or *.log yet" in line and "no configs/ or logs/" not in line

@@ -6,6 +6,7 @@ live launcher, prints one line. User errors are one line on stderr and exit stat
 
 from __future__ import annotations
 
+import stat
 import time
 from pathlib import Path
 from typing import Annotated
@@ -90,7 +91,11 @@ def simulate(
         fail(f"--steps must be at most {MAX_STEPS:,} (about 25 KB a step on disk), not {steps:,}")
     target = out_dir or output_dir
     if target is not None and Path(target).exists() and not Path(target).is_dir():
-        fail(f"{target} is a file, not a directory: give a new or empty directory as OUT_DIR")
+        from rlagent.tools.safefs import kind_of
+
+        mode = Path(target).stat().st_mode
+        what = "a file" if stat.S_ISREG(mode) else kind_of(mode)  # a FIFO or /dev/null is no file either
+        fail(f"{target} is {what}, not a directory: give a new or empty directory as OUT_DIR")
     if scenario in FRAMEWORK_SCENARIOS:
         if layout is not None or run_name is not None or resume or resume_step is not None or ckpt_resume_step is not None:
             fail("--layout, --run.name and the prime-rl resume flags are for prime-rl scenarios")
