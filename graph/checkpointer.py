@@ -159,7 +159,7 @@ class RunSaver(SqliteSaver):
         key = (last.config["configurable"]["thread_id"], last.config["configurable"]["checkpoint_ns"])
         checkpoint_id = last.config["configurable"]["checkpoint_id"]
         with self.lock:
-            newest = self.conn.execute(
+            (newest,) = self.conn.execute(  # max() of no rows is one NULL row
                 "SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ?",
                 key,
             ).fetchone()
@@ -167,7 +167,7 @@ class RunSaver(SqliteSaver):
                 "SELECT 1 FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? LIMIT 1",
                 (*key, checkpoint_id),
             ).fetchone()
-        if newest is None or newest[0] != checkpoint_id or writes is not None:
+        if newest != checkpoint_id or writes is not None:
             return None
         return CheckpointTuple(last.config, copy_checkpoint(last.checkpoint), dict(last.metadata), last.parent_config, [])
 
