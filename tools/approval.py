@@ -18,6 +18,7 @@ from enum import StrEnum
 from typing import TextIO
 
 from rlagent.models.actions import ApprovalRequest
+from rlagent.tools import interrupts
 from rlagent.tools.templates import render
 
 
@@ -45,6 +46,7 @@ def interactive(stream: TextIO | None = None) -> bool:
 def ask(question: str, *, timeout_s: float, stdin: TextIO | None = None, stdout: TextIO | None = None) -> Answer:
     """Print `question [y/N]` and wait at most `timeout_s` for a line. Only `y`/`yes` is yes; an
     empty line, anything else or end of input is no; silence until the timeout is TIMEOUT."""
+    interrupts.raise_if_ctrl_c()  # a Ctrl-C dropped during the check-in stops here, not after an answer
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
     stdout.write(f"{question} [y/N] ")
     stdout.flush()

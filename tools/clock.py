@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
+from rlagent.tools import interrupts
+
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
@@ -44,4 +46,4 @@ class SystemClock:
         return time.monotonic()
 
     def sleep(self, seconds: float) -> None:
-        time.sleep(seconds)
+        interrupts.sleep(seconds)

@@ -26,6 +26,7 @@ from rich.markup import escape
 from rlagent.commands.common import fail, summary_line
 from rlagent.commands.console import err, out
 from rlagent.commands.offer import offer, print_outcome, who
+from rlagent.tools import interrupts
 
 SCENARIO = "crash-python-h"
 """The orchestrator dies of a Python exception at step 21; checkpoints every 10 steps."""
@@ -80,7 +81,7 @@ def wait_for_start(run_dir: Path, socket_name: str, timeout_s: float = 60.0) -> 
         if ended and not (run_dir / "logs" / "latest").exists():
             tail = [line for line in pane.lines() if line.strip()][-12:]
             return "the simulated run ended at once; its window shows:\n" + "\n".join(f"  | {line}" for line in tail)
-        time.sleep(0.1)
+        interrupts.sleep(0.1)
     return None
 
 
@@ -100,7 +101,7 @@ def stop_server(server, run_dir: Path, timeout_s: float = 10.0) -> list[int]:
         left = [p.pid for p in find_run_processes(run_dir, run_dir.name)[0]] if run_dir.exists() else []
         if not left:
             break
-        time.sleep(0.2)
+        time.sleep(0.2)  # cleanup, after a Ctrl-C too: not interrupts.sleep
     return left
 
 
@@ -174,13 +175,13 @@ def _watch(monitor, answer: str | None, terminal: bool, step_seconds: float) -> 
         out.print(summary_line(report))
         found = monitor.pending()
         if found is None:
-            time.sleep(1.0)
+            interrupts.sleep(1.0)
             continue
         out.print()
         out.print(report["status_entry"], markup=False)
         if answer is not None:
             out.print(f"(answering {answer} in 2 s, as a person reading the above would)", markup=False)
-            time.sleep(2.0)
+            interrupts.sleep(2.0)
             state = monitor.decide(answer == "yes", by=who(f"rlagent demo --answer {answer}"), request_id=found[0])
             print_outcome(state)
         elif terminal:
@@ -193,7 +194,7 @@ def _watch(monitor, answer: str | None, terminal: bool, step_seconds: float) -> 
             )
             state = monitor.decide(False, by=who("rlagent demo, no terminal"), request_id=found[0])
         if state is not None and state.out.launch is not None and state.out.launch.sent:
-            time.sleep(max(2.0, 3 * step_seconds))
+            interrupts.sleep(max(2.0, 3 * step_seconds))
             out.print(summary_line(build_report(monitor.check_in())))
         status = Path(monitor.run.run_dir) / "STATUS.md"
         out.print(f"\nSTATUS.md of the simulated run ({status}):\n", markup=False)

@@ -13,6 +13,7 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 INTERRUPTED = 130
 """Exit status after Ctrl-C (128 + SIGINT), as shells report it."""
@@ -50,16 +51,28 @@ def describe(exc: BaseException) -> tuple[str, int] | None:
     return None
 
 
+def _stopped() -> NoReturn:
+    sys.stderr.write("rlagent: stopped (Ctrl-C)\n")
+    sys.exit(INTERRUPTED)
+
+
 def run_guarded(app: Callable[[], object]) -> None:
     """Run the typer app; an expected failure is one `rlagent: error:` line, Ctrl-C exit 130."""
-    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:  # ignored when started (`... &` in a script): it stays so
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+    from rlagent.tools import interrupts
+
+    interrupts.catch_ctrl_c()
     try:
         app()
+        interrupts.raise_if_ctrl_c()  # ended without noticing a Ctrl-C dropped on its way (tools/interrupts.py)
+    except SystemExit as done:
+        if done.code != INTERRUPTED and interrupts.ctrl_c_pressed():  # the same, through typer's exit
+            _stopped()
+        raise
     except KeyboardInterrupt:
-        sys.stderr.write("rlagent: stopped (Ctrl-C)\n")
-        sys.exit(INTERRUPTED)
+        _stopped()
     except Exception as exc:
+        if interrupts.ctrl_c_pressed():  # an error the Ctrl-C caused in a C extension (ormsgpack: 'ext_hook failed')
+            _stopped()
         known = describe(exc)
         if known is None:
             raise

@@ -8,7 +8,6 @@ an unreachable webhook, a vanished run) are one line each. Webhook URLs are neve
 from __future__ import annotations
 
 import contextlib
-import time
 from pathlib import Path
 from typing import Annotated
 
@@ -16,6 +15,7 @@ import typer
 from rich.markup import escape
 
 from rlagent.commands.console import out
+from rlagent.tools import interrupts
 
 STYLE = {"Healthy": "green", "Degraded": "yellow", "Down": "bold red"}
 
@@ -177,7 +177,7 @@ def watch(
             out.print(_round_line(rep, fast))
             if max_rounds is not None and rep.number >= max_rounds:
                 break
-            time.sleep(rep.next_in or fast)
+            interrupts.sleep(rep.next_in or fast)
     except KeyboardInterrupt:
         running = watcher.in_flight()
         if running:
