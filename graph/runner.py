@@ -350,4 +350,8 @@ class Monitor:
             self.graph.invoke(None, self.config, durability="exit")
 
     def close(self) -> None:
-        self.conn.close()
+        # After a Ctrl-C mid check-in, LangGraph's worker thread may still be writing the checkpoint on
+        # this connection: closing it under a running statement crashed SQLite (SIGSEGV). The saver's
+        # lock, held by every write of the saver, waits for that write to end.
+        with self.saver.lock:
+            self.conn.close()

@@ -1,4 +1,5 @@
-"""A Ctrl-C that Python drops on its way still stops the program (tools/interrupts.py).
+"""Ctrl-C: one Python drops on its way still stops the program (tools/interrupts.py), and one in the
+middle of a check-in's checkpoint write neither crashes rlagent nor loses the check-in.
 
 Each case is a real process running the program's top-level handler (`run_guarded`) around a
 command that gets a real SIGINT where Python cannot raise it: in a weakref callback (Python prints
@@ -13,6 +14,11 @@ import textwrap
 import time
 
 import pytest
+
+from rlagent.graph.runner import Monitor
+from rlagent.tools.layout import discover_run
+
+from runbuilder import HRun
 
 DROPPED_IN = {
     "a weakref callback": """
@@ -85,3 +91,39 @@ def test_an_error_a_ctrl_c_caused_in_a_c_extension_is_the_ctrl_c_not_a_traceback
 def test_an_error_without_a_ctrl_c_keeps_its_traceback():
     done, _ = run_program(program("raise ValueError('a bug')", "pass"))
     assert done.returncode == 1 and "Traceback" in done.stderr and "ValueError: a bug" in done.stderr
+
+
+CTRL_C_WHILE_THE_CHECKPOINT_IS_WRITTEN = """
+import os, signal, sqlite3, sys, threading
+from pathlib import Path
+from rlagent.graph.runner import Monitor
+from rlagent.tools.layout import discover_run
+
+signal.signal(signal.SIGINT, signal.default_int_handler)
+monitor = Monitor(discover_run(Path(sys.argv[1])), home=Path(sys.argv[2]), offline=True)
+monitor.check_in()
+other = sqlite3.connect(monitor.dir / "state.db", isolation_level=None, check_same_thread=False)
+other.execute("BEGIN IMMEDIATE")  # the next check-in's checkpoint write waits for it in SQLite (busy timeout)
+threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()  # Ctrl-C while it waits
+threading.Timer(1.5, other.rollback).start()
+try:
+    monitor.check_in()
+except KeyboardInterrupt:
+    monitor.close()  # as `rlagent run` does after a Ctrl-C: LangGraph's worker thread is still writing
+    print("stopped")
+"""
+
+
+def test_a_ctrl_c_while_the_checkpoint_is_written_neither_crashes_nor_loses_the_check_in(tmp_path):
+    run = HRun(tmp_path)
+    run.steps(20)
+    home = tmp_path / "home"
+    script = [sys.executable, "-c", CTRL_C_WHILE_THE_CHECKPOINT_IS_WRITTEN, str(run.dir), str(home)]
+    done = subprocess.run(script, capture_output=True, text=True, timeout=60)
+    # closing the connection under the running write was a SIGSEGV
+    assert (done.returncode, done.stdout) == (0, "stopped\n"), done.stderr[-2000:]
+    after = Monitor(discover_run(run.dir), home=home, offline=True)
+    try:
+        assert after.check_in().checkin == 3  # the interrupted check-in #2 was stored; this is the next
+    finally:
+        after.close()
