@@ -323,6 +323,11 @@ class Watcher:
     def in_flight(self) -> int:
         return sum(1 for s in self.slots.values() if s.future is not None and not s.future.done())
 
+    def cancel_queued(self) -> int:
+        """Cancel the check-ins still waiting for a worker (nothing of them has run: Ctrl-C need not
+        wait for a round's hundred queued check-ins, only for the few running); returns how many."""
+        return sum(1 for s in self.slots.values() if s.future is not None and s.future.cancel())
+
     def finish(self, timeout_s: float) -> None:
         """Wait (bounded) for the check-ins in progress: their entries are written whole."""
         running = [s.future for s in self.slots.values() if s.future is not None]

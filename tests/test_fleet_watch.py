@@ -108,6 +108,34 @@ def test_a_hanging_check_in_delays_no_other_run(tmp_path):
         watcher.close()
 
 
+def test_at_ctrl_c_queued_check_ins_are_cancelled_and_only_the_running_one_is_waited_for(tmp_path):
+    root, home = tmp_path / "runs", tmp_path / "home"
+    for name in ("a", "b", "c"):
+        simulate("healthy-h", root / name)
+    release, started = threading.Event(), []
+
+    class Slow(Monitor):
+        def check_in(self, now=None):
+            started.append(self.run.name)
+            release.wait(30)
+            return super().check_in(now)
+
+    watcher = make_watcher([root], home, checkin_timeout="1s", workers=1)
+    watcher.make_monitor = lambda run: Slow(run, home=home, offline=True)
+    try:
+        one = watcher.round()  # one check-in running, two waiting for the only worker
+        assert len(one.still_running) == 3 and len(started) == 1
+        assert watcher.cancel_queued() == 2 and watcher.in_flight() == 1  # what `watch` says it waits for
+        release.set()
+        watcher.finish(30)
+        time.sleep(0.2)  # a cancelled check-in would have started by now
+        assert watcher.in_flight() == 0 and len(started) == 1
+        assert [p.parent.name for p in root.rglob("STATUS.md")] == started  # the others were never begun
+    finally:
+        release.set()
+        watcher.close()
+
+
 def test_degraded_and_down_runs_are_checked_sooner(tmp_path):
     root, home = tmp_path / "runs", tmp_path / "home"
     simulate("healthy-h", root / "ok")

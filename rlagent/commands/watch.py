@@ -179,6 +179,7 @@ def watch(
                 break
             interrupts.sleep(rep.next_in or fast)
     except KeyboardInterrupt:
+        watcher.cancel_queued()
         running = watcher.in_flight()
         if running:
             out.print(f"stopping: letting {running} check-in(s) in progress finish (Ctrl-C again to leave at once)")
