@@ -167,8 +167,9 @@ def _stamp(fd: int, doing: str) -> None:
     since = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     record = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": since, "doing": doing}).encode()
     try:
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, record, 0)
+        os.pwrite(fd, record, 0)  # in place: truncating first cost 0.3 ms a check-in (a journalled block freed and taken again)
+        if os.fstat(fd).st_size != len(record):
+            os.ftruncate(fd, len(record))  # an earlier holder's longer record: its tail goes
     except OSError:
         pass
 

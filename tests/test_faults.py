@@ -146,6 +146,8 @@ def test_3_a_held_lock_is_said_and_given_up_on(tmp_path):
     run.steps(5)
     home = tmp_path / "home"
     directory = state_dir(home, run_key(str(run.dir)))
+    with run_lock(directory, doing="an earlier holder's longer description of what it was doing"):
+        pass  # its record is overwritten in place by the next holder's shorter one, and its tail cut
     with run_lock(directory, doing="a stuck check-in"):
         started = time.monotonic()
         done = cli("check", str(run.dir), "--offline", "--llm", "off", home=home, env={"RLAGENT_LOCK_TIMEOUT": "2s"})
