@@ -88,6 +88,19 @@ def test_an_error_a_ctrl_c_caused_in_a_c_extension_is_the_ctrl_c_not_a_traceback
     assert (done.returncode, done.stderr) == (130, "rlagent: stopped (Ctrl-C)\n"), done.stderr
 
 
+def test_a_command_that_catches_the_ctrl_c_keeps_the_status_it_chose():
+    caught = """
+        import sys
+        try:
+            signal.raise_signal(signal.SIGINT)
+        except KeyboardInterrupt:
+            print("stopping the children")
+            sys.exit(1)  # what the simulated launcher does, as prime-rl's
+    """
+    done, _ = run_program(program(caught, "pass"))
+    assert (done.returncode, done.stdout, done.stderr) == (1, "stopping the children\n", "")
+
+
 def test_an_error_without_a_ctrl_c_keeps_its_traceback():
     done, _ = run_program(program("raise ValueError('a bug')", "pass"))
     assert done.returncode == 1 and "Traceback" in done.stderr and "ValueError: a bug" in done.stderr

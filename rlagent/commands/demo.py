@@ -153,6 +153,7 @@ def demo(
             out.print(f"kept {tmp} (STATUS.md in {run_dir})", markup=False)
     except KeyboardInterrupt:
         out.print("stopped (Ctrl-C)")
+        raise typer.Exit(130) from None  # after the cleanup below, as `run` and `watch` end
     finally:
         if monitor is not None:
             monitor.close()

@@ -65,7 +65,9 @@ def run_guarded(app: Callable[[], object]) -> None:
         app()
         interrupts.raise_if_ctrl_c()  # ended without noticing a Ctrl-C dropped on its way (tools/interrupts.py)
     except SystemExit as done:
-        if done.code != INTERRUPTED and interrupts.ctrl_c_pressed():  # the same, through typer's exit
+        # A success after a Ctrl-C is one dropped on its way; a command that caught it chose its own
+        # status (the simulated launcher's 1, as prime-rl's launcher), which stands.
+        if done.code in (0, None) and interrupts.ctrl_c_pressed():
             _stopped()
         raise
     except KeyboardInterrupt:
