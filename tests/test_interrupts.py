@@ -77,6 +77,19 @@ def test_a_ctrl_c_dropped_on_its_way_stops_the_program_quietly(dropped, then):
     assert ("went on" in done.stdout) == (then == "ends") and took < 30  # no wait sat out
 
 
+def test_a_dropped_ctrl_c_stops_the_main_thread_not_a_worker_finishing_its_check_in():
+    worker = """
+        import threading
+        finished = []
+        worker = threading.Thread(target=lambda: (SystemClock().sleep(0.1), finished.append(True)))
+        worker.start()
+        worker.join()
+        print("worker finished" if finished else "worker stopped")
+    """
+    done, _ = run_program(program(DROPPED_IN["a weakref callback"] + worker, THEN["sleeps until the next check-in"]))
+    assert (done.returncode, done.stdout, done.stderr) == (130, "worker finished\n", "rlagent: stopped (Ctrl-C)\n")
+
+
 def test_an_error_a_ctrl_c_caused_in_a_c_extension_is_the_ctrl_c_not_a_traceback():
     decode = """
         import ormsgpack
