@@ -62,6 +62,25 @@ def test_bundled_l_run_shows_its_truncation(tmp_path):
     assert "truncated" in state.out.status_entry  # a truncated sample is quoted
 
 
+@pytest.mark.parametrize("copied_at", ["09:00", "09:30", "10:20", "10:37", "16:00"])
+def test_a_run_copied_without_its_mtimes_is_dated_the_same_whenever_it_was_copied(tmp_path, copied_at):
+    """The bundled L run's processes last logged between 09:15 and 10:38 (May 2026): copied at any
+    time of day (git, `scp -r`), its files' mtimes are all that time. Anchored file by file, a copy
+    made between two of those times dated the later files a day before the others: at 10:20, a
+    trainer stalled for 23 h, Down (tools/dayclock.shared_anchor)."""
+    run = copy_example("reverse-text-l", tmp_path)
+    hour, minute = map(int, copied_at.split(":"))
+    stamp = datetime(2026, 11, 21, hour, minute, tzinfo=UTC).timestamp()
+    for path in run.rglob("*"):
+        if path.is_file():
+            os.utime(path, (stamp, stamp))
+    state = check(run, tmp_path)
+    day = 21 if copied_at in ("10:37", "16:00") else 20  # the last 10:38 at or before the copy (2 min of clock drift allowed)
+    assert state.out.observation.now == datetime(2026, 11, day, 10, 38, 18, tzinfo=UTC)
+    assert state.out.health is Health.DEGRADED
+    assert {f.id for f in state.out.findings} == {"reward_regression", "truncation_high", "step_time_regression"}
+
+
 EXPECTED = {
     "healthy-h": (Health.HEALTHY, set()),
     "healthy-l": (Health.HEALTHY, set()),

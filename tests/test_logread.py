@@ -264,3 +264,36 @@ def test_a_read_taken_a_chunk_at_a_time_dates_and_keeps_what_one_buffer_does(tmp
     write(log, more, mtime=clock + timedelta(minutes=2, seconds=1))
     later = read_log(log, "logs/orchestrator.log", chunked.cursor, TZ)
     assert [when for _, when in later.steps] == [clock.replace(microsecond=0) + timedelta(minutes=k) for k in (1, 2)]
+
+
+def _tod(text: str) -> int:
+    h, m, s = map(int, text.split(":"))
+    return h * 3600 + m * 60 + s
+
+
+def _ts(*args) -> float:
+    return datetime(*args, tzinfo=UTC).timestamp()
+
+
+def test_a_copied_runs_files_share_one_anchor_at_the_end_of_their_stretch():
+    from rlagent.tools.dayclock import shared_anchor
+
+    copied = _ts(2026, 11, 27, 10, 30)  # every mtime: the copy's
+    newest = [(_tod(t), copied) for t in ("09:15:06", "10:05:48", "10:36:36", "10:38:18")]
+    assert shared_anchor(newest, UTC) == _ts(2026, 11, 26, 10, 38, 18)
+    # a stretch across midnight ends after it: 00:10 of the copy's day, 23:50 the day before
+    across = [(_tod("23:50:00"), _ts(2026, 11, 27, 15)), (_tod("00:10:00"), _ts(2026, 11, 27, 15))]
+    assert shared_anchor(across, UTC) == _ts(2026, 11, 27, 0, 10)
+    assert shared_anchor(newest[:1], UTC) is None  # one file: its own mtime anchors it as before
+
+
+def test_files_last_written_when_their_newest_line_says_keep_their_own_dates():
+    from rlagent.tools.dayclock import shared_anchor
+
+    # a live run: its trainer died at 10:38 yesterday (mtime then), its orchestrator logs now:
+    # the trainer is a day behind, as its mtime says
+    live = [(_tod("10:38:18"), _ts(2026, 11, 26, 10, 38, 18)), (_tod("10:05:00"), _ts(2026, 11, 27, 10, 5, 1))]
+    assert shared_anchor(live, UTC) is None
+    # one file written within 2 minutes of its newest line is enough (a clock 1 minute ahead here)
+    ahead = [(_tod("10:38:18"), _ts(2026, 11, 27, 10, 37, 30)), (_tod("09:00:00"), _ts(2026, 11, 27, 10, 37, 30))]
+    assert shared_anchor(ahead, UTC) is None

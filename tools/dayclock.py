@@ -4,6 +4,13 @@ prime-rl logs `HH:MM:SS` in local time with no date. Walking a file in order, a 
 goes backwards by more than 12 h means midnight passed. The first read of a file is anchored
 at its modification time (its last line was written then); later reads continue from the
 date of the last line seen, and re-anchor if the file was silent for a day or more.
+
+A run copied without its modification times (`scp -r`, `git clone`, an unpacked archive) has
+every file's mtime at the copy's time, which says nothing about the day of its lines: anchored
+file by file, the files whose newest line is later in the day than the copy went to the day
+before and the others did not, and the run's processes looked a day apart (the bundled example,
+checked between 10:05 and 10:38 UTC, had a trainer stalled for 23 h). `shared_anchor` gives such
+files one anchor instead (see there).
 """
 
 from __future__ import annotations
@@ -96,6 +103,37 @@ class DayClock:
             return _at(base, first if moment == PENDING else moment, tz)
 
         return to_time
+
+
+WRITTEN_AT_MTIME_S = 120
+"""A file whose newest dated line is within this of its mtime (either way: clocks drift) was last
+written then: a logging process writes its newest line and the file's mtime together."""
+
+
+def shared_anchor(newest: list[tuple[int, float]], tz: tzinfo) -> float | None:
+    """One anchor (a timestamp) for the first reads of a run's logs, given each file's (seconds of
+    day of its newest dated line, mtime); None when the mtimes do: when any file was last written
+    when its newest line says (within `WRITTEN_AT_MTIME_S`), as every file of a running run is and
+    a process that died keeps, or there are fewer than two.
+
+    Otherwise the mtimes are a copy's, and the files' newest times of day are read as the end of one
+    stretch of activity: on the 24 h clock they leave one largest gap, and the stretch ends at the
+    time just before it. The anchor is the last such time at or before the newest mtime, so that each
+    file's newest line is dated within the day before the anchor, all of them consistently (a stretch
+    across midnight included)."""
+    if len(newest) < 2:
+        return None
+    for seconds, mtime in newest:
+        modified = datetime.fromtimestamp(clamp_time(mtime), tz)
+        since = (_seconds(modified) - seconds) % 86400  # mtime - newest line, as anchoring on the mtime dates it
+        if since <= WRITTEN_AT_MTIME_S or since >= 86400 - WRITTEN_AT_MTIME_S:
+            return None
+    times = sorted({seconds for seconds, _ in newest})
+    gaps = [((times[(i + 1) % len(times)] - t) % 86400 or 86400, t) for i, t in enumerate(times)]
+    end = max(gaps)[1]  # the time before the largest gap
+    latest = datetime.fromtimestamp(clamp_time(max(mtime for _, mtime in newest)), tz)
+    day = latest.date() if end <= _seconds(latest) else latest.date() - timedelta(days=1)
+    return _at(day, end, tz).timestamp()
 
 
 def _at(base: date, moment: int, tz: tzinfo) -> datetime:

@@ -57,8 +57,11 @@ class _Raw(NamedTuple):
     step: int | None
 
 
-def read_log(path: Path, rel: str, cursor: FileCursor | None, tz: tzinfo, keep_per_kind: int = 50) -> LogRead:
-    """Read `path` from its cursor; bad input becomes notes, never an exception.
+def read_log(
+    path: Path, rel: str, cursor: FileCursor | None, tz: tzinfo, keep_per_kind: int = 50, anchor: float | None = None
+) -> LogRead:
+    """Read `path` from its cursor; bad input becomes notes, never an exception. A read from the
+    start dates its times of day by the file's mtime, or by `anchor` (tools.dayclock.shared_anchor).
 
     A long cold read meets tens of thousands of warnings: they are counted into groups and
     only the newest `keep_per_kind` events of each kind become LogEvents.
@@ -96,7 +99,7 @@ def read_log(path: Path, rel: str, cursor: FileCursor | None, tz: tzinfo, keep_p
         out.notes.append(f"{rel}: {scan.binary_lines} line(s) of binary junk (NUL bytes or invalid UTF-8), not quoted")
     if scan.long_lines:
         out.notes.append(f"{rel}: {scan.long_lines} over-long line(s) read only in part")
-    to_time = clock.resolver(plan.mtime)
+    to_time = clock.resolver(anchor if anchor is not None and plan.fresh else plan.mtime)
     if clock.fed:
         new_cursor.last_time = to_time(clock.newest if clock.newest is not None else PENDING)
     records.finish(out, to_time)

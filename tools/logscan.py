@@ -208,6 +208,25 @@ def _attach_continuation(buf: bytes | bytearray, n: int, pos: int, line: Scanned
     return pos, None
 
 
+TAIL_FOR_TIME = 64 << 10
+
+
+def newest_time_of_day(path: str | os.PathLike, root: str | os.PathLike) -> int | None:
+    """Seconds of day of the last dated line in the file's last 64 KB (None: none there, or unreadable)."""
+    try:
+        with open_regular(path, root) as f:
+            size = os.fstat(f.fileno()).st_size
+            f.seek(max(0, size - TAIL_FOR_TIME))
+            tail = f.read(TAIL_FOR_TIME)
+    except (OSError, ValueError):
+        return None
+    for raw in reversed(tail.split(b"\n")[1 if size > TAIL_FOR_TIME else 0 :]):  # the first may be cut
+        head = parse_head(clean(raw[:256])) if raw and raw[0] in _HEAD_FIRST_BYTES else None
+        if head is not None:
+            return head.seconds
+    return None
+
+
 def _sample_stamp(buf: bytes | bytearray, start: int, line_no: int, result: ScanResult) -> None:
     """Record the time of a line at a buffer's edge, so long stretches without hits keep their dates."""
     stop = buf.find(b"\n", start)

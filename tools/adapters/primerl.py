@@ -15,11 +15,13 @@ from rlagent.tools.adapters.base import FileRead, ResumePlan, RunRead, Samples, 
 from rlagent.tools.adapters.console import ConsoleState, analyse
 from rlagent.tools.checkpoints import checkpoint_parts, newest_complete
 from rlagent.tools.configs import read_run_config
+from rlagent.tools.dayclock import shared_anchor
 from rlagent.tools.forkread import run_split
 from rlagent.tools.frameworks.lines import LogLine
 from rlagent.tools.frameworks.records import MetricRow
 from rlagent.tools.layout import RunNotFound, _looks_like_run, current_attempt, discover_run, log_files
 from rlagent.tools.logread import LogRead, read_log
+from rlagent.tools.logscan import newest_time_of_day
 from rlagent.tools.metrics_jsonl import REL as METRICS_REL
 from rlagent.tools.metrics_jsonl import MetricsRead, read_metrics
 from rlagent.tools.rollouts import l_step_fractions, newest_rollouts_file, sample_key, sample_rollouts
@@ -55,8 +57,10 @@ class PrimeRLAdapter:
         out = RunRead()
         out.attempt = current_attempt(run_dir, out.notes) if layout is Layout.H else None
         rels = [str(path.relative_to(run_dir)) for path in log_files(run_dir, layout, out.notes)]
+        anchor = _shared_anchor(run_dir, [rel for rel in rels if cursors.get(rel) is None], tz)
         tasks: list[Callable[[], Any]] = [
-            partial(read_log, run_dir / rel, rel, cursors.get(rel), tz, keep_per_kind=keep_per_kind) for rel in rels
+            partial(read_log, run_dir / rel, rel, cursors.get(rel), tz, keep_per_kind=keep_per_kind, anchor=anchor)
+            for rel in rels
         ]
         tasks.append(partial(read_metrics, run_dir, cursors.get(METRICS_REL)))
         weights = [_new_bytes(run_dir / rel, cursors.get(rel)) for rel in [*rels, METRICS_REL]]
@@ -114,6 +118,19 @@ def _cost_per_byte(rel: str) -> int:
     if rel == METRICS_REL:
         return 10
     return 1 if Path(rel).name.startswith("inference") else 100
+
+
+def _shared_anchor(run_dir: Path, fresh: list[str], tz: tzinfo) -> float | None:
+    """One anchor for the logs read from their start when their mtimes are a copy's (tools.dayclock)."""
+    newest: list[tuple[int, float]] = []
+    for rel in fresh:
+        seconds = newest_time_of_day(run_dir / rel, run_dir)
+        if seconds is not None:
+            try:
+                newest.append((seconds, (run_dir / rel).stat().st_mtime))
+            except OSError:
+                continue
+    return shared_anchor(newest, tz)
 
 
 def _new_bytes(path: Path, cursor: FileCursor | None) -> int:
