@@ -57,9 +57,18 @@ class PrimeRLAdapter:
         out = RunRead()
         out.attempt = current_attempt(run_dir, out.notes) if layout is Layout.H else None
         rels = [str(path.relative_to(run_dir)) for path in log_files(run_dir, layout, out.notes)]
-        anchor = _shared_anchor(run_dir, [rel for rel in rels if cursors.get(rel) is None], tz)
+        first = [rel for rel in rels if cursors.get(rel) is None]  # read from the start for the first time
+        anchor = _shared_anchor(run_dir, first, tz)
         tasks: list[Callable[[], Any]] = [
-            partial(read_log, run_dir / rel, rel, cursors.get(rel), tz, keep_per_kind=keep_per_kind, anchor=anchor)
+            partial(
+                read_log,
+                run_dir / rel,
+                rel,
+                cursors.get(rel),
+                tz,
+                keep_per_kind=keep_per_kind,
+                anchor=anchor if rel in first else None,
+            )
             for rel in rels
         ]
         tasks.append(partial(read_metrics, run_dir, cursors.get(METRICS_REL)))
