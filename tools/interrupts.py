@@ -4,8 +4,8 @@ Python's SIGINT handler raises KeyboardInterrupt in whatever the main thread run
 and not every place lets it through: in a weakref callback or a `__del__` Python prints "Exception
 ignored in ..." with a traceback and drops it; a C extension that calls back into Python may turn
 it into its own error (ormsgpack decoding a checkpoint: `ValueError: ext_hook failed`). Measured on
-`rlagent run` Ctrl-C'd 0.45-0.8 s after it started, during its first check-in: of 200, three went
-on to sleep until their next check-in and one ended with that ValueError's traceback.
+`rlagent run` Ctrl-C'd 0.45-0.8 s after it started, during its first check-in: of 200, two went on
+to sleep until their next check-in and one ended with that ValueError's traceback.
 
 So the program's handler (`on_ctrl_c`, installed by `rlagent.commands.errors.run_guarded`) notes
 the Ctrl-C before it raises; everything that waits in the normal course of a command (`sleep`, the
