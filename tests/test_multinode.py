@@ -4,8 +4,11 @@ rank files read incrementally and bounded, both layouts."""
 
 from __future__ import annotations
 
+import os
 import time
 from datetime import UTC, timedelta
+
+import pytest
 
 from rlagent.evals.simulator.multinode import Failure, Silence, write_many_ranks, write_tree
 from rlagent.graph.runner import Effects, Monitor
@@ -109,3 +112,40 @@ def test_the_file_bound_is_said(tmp_path, monkeypatch):
     monkeypatch.setattr(multinode, "MAX_FILES", 10)
     paths, total = multinode.list_tree(run.dir, Layout.H, limit=10)
     assert len(paths) == 10 and total > 64
+
+
+@pytest.mark.parametrize("change", ["append", "touch", "replace_same_size"])
+def test_quiet_rank_files_are_not_opened_again_and_a_changed_one_is_read(tmp_path, monkeypatch, change):
+    """A warm check-in of a big tree: the rank files read to their end and unchanged since keep
+    their cursors as they are and are not opened; the one that changed is read as before."""
+    run = HRun(tmp_path, "big")
+    write_many_ranks(run.dir, "H", files=64, lines=5)
+    first = multinode.read_tree(run.dir, Layout.H, {}, UTC)
+    busy = next(f.file for f in first.view.files if f.stream == "stdout")
+    path = run.dir / busy
+    if change == "append":
+        with open(path, "a") as handle:
+            handle.write("12:00:01    ERROR rank 3 lost its peer\n")
+    elif change == "touch":  # same bytes, a new modification time: perhaps rewritten in place
+        st = path.stat()
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    else:  # rotated: another file of the same size in its place
+        data = path.read_bytes()
+        path.with_suffix(".new").write_bytes(b"X" + data[1:])
+        os.replace(path.with_suffix(".new"), path)
+    planned = []
+    real = multinode.plan_read
+    monkeypatch.setattr(multinode, "plan_read", lambda p, rel, cursor: planned.append(rel) or real(p, rel, cursor))
+    again = multinode.read_tree(run.dir, Layout.H, first.cursors, UTC)
+    assert planned == [busy]
+    quiet = [rel for rel in first.cursors if rel != busy]
+    assert len(quiet) > 60 and all(again.cursors[rel] is first.cursors[rel] for rel in quiet)
+    assert again.cursors.keys() == first.cursors.keys()
+    if change == "append":
+        assert [(e.file, e.message) for e in again.events] == [(busy, "rank 3 lost its peer")]
+        assert again.cursors[busy].lines == first.cursors[busy].lines + 1
+    elif change == "replace_same_size":
+        assert any("replaced (rotated)" in n for n in again.notes)
+        assert again.cursors[busy].offset == path.stat().st_size
+    else:
+        assert again.cursors[busy].mtime_ns == path.stat().st_mtime_ns

@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from pathlib import Path
+from typing import NamedTuple
 
 from rlagent.models.cluster import MultiNodeView, Role, TreeFile
 from rlagent.models.observation import FileCursor, LogEvent
@@ -29,7 +30,7 @@ from rlagent.tools.layout import current_attempt
 from rlagent.tools.loglines import clean, parse_head
 from rlagent.tools.safefs import open_regular
 from rlagent.tools.steplines import parse_step_line
-from rlagent.tools.tail import iter_complete_lines, plan_read
+from rlagent.tools.tail import iter_complete_lines, plan_read, unchanged_since_read
 
 MAX_FILES = 1024
 PER_FILE_BYTES = 256 << 10
@@ -49,9 +50,10 @@ _ROOT_CAUSE = "Root Cause (first observed failure)"
 _FIELD = re.compile(r"^\s*(time|host|rank|exitcode|error_file)\s*:\s*(.*)$")
 
 
-@dataclass(frozen=True)
-class TreePath:
-    path: Path
+class TreePath(NamedTuple):
+    """One file of the tree as listed (a tuple: hundreds are listed at every check-in)."""
+
+    path: str
     rel: str
     role: Role
     node: int | None = None
@@ -67,14 +69,14 @@ class TreeRead:
     notes: list[str] = field(default_factory=list)
 
 
-def _base(run_dir: Path, layout: Layout) -> Path | None:
+def _base(run_dir: Path, layout: Layout) -> str | None:
     if layout is Layout.H:
         attempt = current_attempt(run_dir)
-        return run_dir / "logs" / attempt if attempt else None
-    return run_dir / "logs"
+        return os.path.join(run_dir, "logs", attempt) if attempt else None
+    return os.path.join(run_dir, "logs")
 
 
-def _entries(directory: Path) -> list[os.DirEntry]:
+def _entries(directory: str) -> list[os.DirEntry]:
     try:
         return sorted(os.scandir(directory), key=lambda e: e.name)
     except OSError:
@@ -102,10 +104,10 @@ def list_tree(run_dir: Path, layout: Layout, limit: int = MAX_FILES) -> tuple[li
             # entry.path is run_dir joined with what was listed: the rest of it is the relative path,
             # without relpath's two abspaths per file (a tree of hundreds of files at every check-in)
             rel = entry.path[len(prefix) :] if entry.path.startswith(prefix) else os.path.relpath(entry.path, run_dir)
-            found.append(TreePath(Path(entry.path), rel, role, **where))  # type: ignore[arg-type]
+            found.append(TreePath(entry.path, rel, role, **where))  # type: ignore[arg-type]
 
     for role in ("trainer", "inference"):
-        for entry in _entries(base / role):
+        for entry in _entries(os.path.join(base, role)):
             if not entry.is_file(follow_symlinks=False):
                 continue
             node, router = _NODE.match(entry.name), _ROUTER.match(entry.name)
@@ -113,11 +115,11 @@ def list_tree(run_dir: Path, layout: Layout, limit: int = MAX_FILES) -> tuple[li
                 add(entry, role, node=int(node.group(1)))  # type: ignore[arg-type]
             elif router and role == "inference":
                 add(entry, "router", rank=_number(router.group(1)) or 0)
-    rdzvs = [e for e in _entries(base / "trainer" / "torchrun") if e.is_dir(follow_symlinks=False)]
+    rdzvs = [e for e in _entries(os.path.join(base, "trainer", "torchrun")) if e.is_dir(follow_symlinks=False)]
     for index, rdzv in enumerate(rdzvs):
-        for attempt in (e for e in _entries(Path(rdzv.path)) if e.is_dir(follow_symlinks=False)):
-            for rank_dir in (e for e in _entries(Path(attempt.path)) if e.is_dir(follow_symlinks=False)):
-                for entry in _entries(Path(rank_dir.path)):
+        for attempt in (e for e in _entries(rdzv.path) if e.is_dir(follow_symlinks=False)):
+            for rank_dir in (e for e in _entries(attempt.path) if e.is_dir(follow_symlinks=False)):
+                for entry in _entries(rank_dir.path):
                     if entry.is_file(follow_symlinks=False) and entry.name in ("stdout.log", "stderr.log"):
                         add(entry, "trainer", node=index, rank=_number(rank_dir.name), stream=entry.name[:-4])
     return found, total
@@ -134,7 +136,7 @@ class _Pending:
     numbers: list[float] = field(default_factory=list)
 
 
-def _count_newlines(path: Path, start: int, end: int) -> int:
+def _count_newlines(path: str, start: int, end: int) -> int:
     count = 0
     with open_regular(path) as handle:
         handle.seek(start)
@@ -272,7 +274,9 @@ def read_tree(run_dir: Path, layout: Layout, cursors: dict[str, FileCursor], tz:
     for tp in paths:
         cursor = cursors.get(tp.rel)
         errors = 0
-        if budget <= 0:
+        if unchanged_since_read(tp.path, cursor) is not None:
+            new = cursor  # a quiet rank: one stat, and its cursor kept as it is (cursors are replaced, never changed)
+        elif budget <= 0:
             starved += 1
             new = cursor
         else:

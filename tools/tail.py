@@ -70,6 +70,16 @@ def _read_to_end_and_unchanged(
     modification time), from one stat: a multi-node tree's hundreds of quiet rank files cost a
     link check and a read of their first bytes each otherwise. Nothing is read from such a plan,
     so the link check the full plan makes is not needed. None: plan it the full way."""
+    st = unchanged_since_read(path, cursor)
+    if st is None:
+        return None
+    plan = ReadPlan(cursor.offset, st.st_size, cursor.lines + 1, st.st_mtime, fresh=False)
+    return plan, cursor.model_copy(update={"path": rel})
+
+
+def unchanged_since_read(path: str | os.PathLike, cursor: FileCursor | None) -> os.stat_result | None:
+    """The file's stat if `cursor` read it to its end and it is unchanged since (the same regular
+    file, size and modification time); None otherwise, or when it cannot be looked at."""
     if cursor is None or not cursor.mtime_ns or cursor.offset != cursor.size:
         return None
     try:
@@ -77,10 +87,7 @@ def _read_to_end_and_unchanged(
     except OSError:
         return None  # the full way says why
     same = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) == (cursor.dev, cursor.inode, cursor.size, cursor.mtime_ns)
-    if not same or not stat.S_ISREG(st.st_mode):
-        return None
-    plan = ReadPlan(cursor.offset, st.st_size, cursor.lines + 1, st.st_mtime, fresh=False)
-    return plan, cursor.model_copy(update={"path": rel})
+    return st if same and stat.S_ISREG(st.st_mode) else None
 
 
 def run_root(path: str | os.PathLike, rel: str) -> str:
