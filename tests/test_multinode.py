@@ -5,6 +5,7 @@ rank files read incrementally and bounded, both layouts."""
 from __future__ import annotations
 
 import os
+import re
 import time
 from datetime import UTC, timedelta
 
@@ -149,3 +150,26 @@ def test_quiet_rank_files_are_not_opened_again_and_a_changed_one_is_read(tmp_pat
         assert again.cursors[busy].offset == path.stat().st_size
     else:
         assert again.cursors[busy].mtime_ns == path.stat().st_mtime_ns
+
+
+def test_a_node_whose_log_had_an_error_is_judged_the_same_at_the_next_check_in(tmp_path):
+    """A file's error records count from the start of the attempt, not per read: a node whose log
+    had an error and then went quiet is left out of node_silent's peers at the check-in that read
+    the error and at the next one, which reads nothing new (it was counted per read, and the next
+    check-in named the node silent too, with another summary for the same run)."""
+    run = HRun(tmp_path, "mn-run")
+    run.steps(40, step_seconds=30)
+    base = write_tree(run.dir, "H", trainer_nodes=3, ranks_per_node=2, steps=40, start=START, silence=Silence(node=2, after_step=10))
+    node2 = base / "trainer" / "node_2.log"
+    last = re.findall(r"(\d\d:\d\d:\d\d)\x1b\[0m \x1b\[32m\x1b\[1mSUCCESS", node2.read_text())[-1]
+    with open(node2, "a") as handle:
+        handle.write(f"{last}   ERROR Lost connection to the trainer peer on node 0\n")
+    checks = monitor(run, tmp_path, START + timedelta(seconds=41 * 30))
+    first, second = checks.check_in(), checks.check_in()
+    for state in (first, second):
+        files = {f.file: f for f in state.out.observation.multinode.files}
+        assert files[str(node2.relative_to(run.dir))].errors == 1
+    summaries = [findings(state)["node_silent"].summary for state in (first, second)]
+    assert summaries[0] == summaries[1]
+    assert summaries[0].startswith("trainer node 2 rank 0 (stdout), trainer node 2 rank 1 (stdout) silent")
+    assert "rank_failed" in findings(second)

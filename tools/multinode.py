@@ -152,8 +152,8 @@ def _count_newlines(path: str, start: int, end: int) -> int:
 
 def _read_file(
     tp: TreePath, cursor: FileCursor | None, tz: tzinfo, budget: int
-) -> tuple[FileCursor, list[LogEvent], int, list[str], int]:
-    """(new cursor, events, bytes read, notes, error records) of one file's new lines."""
+) -> tuple[FileCursor, list[LogEvent], int, list[str]]:
+    """(new cursor, events, bytes read, notes) of one file's new lines; the cursor counts the error records."""
     plan, new = plan_read(tp.path, tp.rel, cursor)
     notes = [plan.note] if plan.note else []
     start, line_no = plan.start, plan.first_line
@@ -228,6 +228,7 @@ def _read_file(
         pending.append(_root_event(root, root_line, head_line))
     consumed = offset - start
     new.offset, new.lines = offset, line_no + len(lines) - 1
+    new.errors += errors
     times = date_points(points, previous=cursor.last_time if cursor else None, mtime=plan.mtime, tz=tz)
     if points:
         new.last_time = times.get(points[-1][0], new.last_time)
@@ -246,7 +247,7 @@ def _read_file(
         )
         for p in sorted(keep, key=lambda p: p.line)
     ]
-    return new, events, consumed, notes, errors
+    return new, events, consumed, notes
 
 
 def _root_event(fields: list[str], line: int, head_line: int | None) -> _Pending:
@@ -273,7 +274,6 @@ def read_tree(run_dir: Path, layout: Layout, cursors: dict[str, FileCursor], tz:
     assert out.view is not None
     for tp in paths:
         cursor = cursors.get(tp.rel)
-        errors = 0
         if unchanged_since_read(tp.path, cursor) is not None:
             new = cursor  # a quiet rank: one stat, and its cursor kept as it is (cursors are replaced, never changed)
         elif budget <= 0:
@@ -281,7 +281,7 @@ def read_tree(run_dir: Path, layout: Layout, cursors: dict[str, FileCursor], tz:
             new = cursor
         else:
             try:
-                new, events, used, notes, errors = _read_file(tp, cursor, tz, budget)
+                new, events, used, notes = _read_file(tp, cursor, tz, budget)
             except OSError as exc:
                 out.notes.append(f"{tp.rel}: cannot be read ({exc.strerror or exc})")
                 new = cursor
@@ -295,7 +295,7 @@ def read_tree(run_dir: Path, layout: Layout, cursors: dict[str, FileCursor], tz:
         out.view.files.append(
             TreeFile(
                 file=tp.rel, role=tp.role, node=tp.node, rank=tp.rank, stream=tp.stream,
-                step=new.step if new else None, last_time=new.last_time if new else None, errors=errors,
+                step=new.step if new else None, last_time=new.last_time if new else None, errors=new.errors if new else 0,
             )
         )  # fmt: skip
     if starved:

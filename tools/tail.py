@@ -54,7 +54,7 @@ def plan_read(path: str | os.PathLike, rel: str, cursor: FileCursor | None) -> t
         why = "was replaced (rotated)" if replaced else "shrank (truncated)" if shrank else "was rewritten"
         note = f"{rel} {why} since the last check-in; read again from the start"
         return ReadPlan(0, st.st_size, 1, st.st_mtime, fresh=True, note=note), new_cursor
-    new_cursor.last_time, new_cursor.step = cursor.last_time, cursor.step
+    new_cursor.last_time, new_cursor.step, new_cursor.errors = cursor.last_time, cursor.step, cursor.errors
     new_cursor.offset, new_cursor.lines = cursor.offset, cursor.lines
     if not cursor.head or cursor.size < _HEAD_BYTES:
         new_cursor.head = identity

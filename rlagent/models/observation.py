@@ -36,6 +36,8 @@ class FileCursor(BaseModel):
     """Wall time (UTC) of the last dated line, to carry the date across midnight."""
     step: int | None = None
     """Newest step seen in this file (eval lines of layout L carry no step of their own)."""
+    errors: int = 0
+    """Error records read from this file so far (the multi-node tree's files: tools/multinode)."""
 
 
 class LogEvent(BaseModel):
