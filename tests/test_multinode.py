@@ -159,7 +159,8 @@ def test_a_node_whose_log_had_an_error_is_judged_the_same_at_the_next_check_in(t
     check-in named the node silent too, with another summary for the same run)."""
     run = HRun(tmp_path, "mn-run")
     run.steps(40, step_seconds=30)
-    base = write_tree(run.dir, "H", trainer_nodes=3, ranks_per_node=2, steps=40, start=START, silence=Silence(node=2, after_step=10))
+    silence = Silence(node=2, after_step=10)
+    base = write_tree(run.dir, "H", trainer_nodes=3, ranks_per_node=2, steps=40, start=START, silence=silence)
     node2 = base / "trainer" / "node_2.log"
     last = re.findall(r"(\d\d:\d\d:\d\d)\x1b\[0m \x1b\[32m\x1b\[1mSUCCESS", node2.read_text())[-1]
     with open(node2, "a") as handle:
