@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, tzinfo
+from datetime import datetime, tzinfo
 from pathlib import Path
 
 from rlagent.models.cluster import MultiNodeView
@@ -22,6 +22,7 @@ from rlagent.models.observation import (
     Observation,
     Rollout,
     WarningGroup,
+    event_order,
 )
 from rlagent.models.run import Framework, Layout, RunInfo
 from rlagent.models.state import CheckinState, typed_node
@@ -370,16 +371,19 @@ def _trim(history: MetricHistory) -> None:
 
 
 def _bounded_events(events: list[LogEvent]) -> list[LogEvent]:
+    """The newest EVENTS_PER_KIND events of each kind, in time order. Newest by time, not by the
+    order the files were read in: an env error is logged by the orchestrator and by the env
+    server, and the last ones read are not the last ones written."""
     seen: set[tuple[str, int, str | None]] = set()
     per_kind: dict[str | None, list[LogEvent]] = {}
-    for event in events:
+    for event in sorted(events, key=event_order):
         key = (event.file, event.line, event.kind)
         if key in seen:
             continue
         seen.add(key)
         per_kind.setdefault(event.kind, []).append(event)
     kept = [e for bucket in per_kind.values() for e in bucket[-EVENTS_PER_KIND:]]
-    return sorted(kept, key=lambda e: (e.time or datetime.min.replace(tzinfo=UTC), e.file, e.line))
+    return sorted(kept, key=event_order)
 
 
 def _merge_groups(groups: dict[str, WarningGroup], rel: str, new: dict[str, WarningGroup]) -> None:

@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from functools import cached_property
 
 from rlagent.agents.rules.thresholds import Thresholds
-from rlagent.models.observation import LogEvent, MetricHistory, Observation, Process
+from rlagent.models.observation import LogEvent, MetricHistory, Observation, Process, event_order
 from rlagent.models.run import RunConfig
 from rlagent.models.series_memo import PointOf, TableSeries, step_of
 from rlagent.models.state import CheckinState
@@ -222,7 +222,8 @@ class RuleContext:
         # is both `crash` and `cuda_oom`), so the kind is part of an event's identity.
         seen = {_key(e) for e in self.events}
         extra = [e for e in self.observation.new_events if _key(e) not in seen]
-        self.events = [*self.events, *extra]
+        if extra:  # in the order the run keeps its events (the collector's), so the last of a kind is its newest
+            self.events = sorted([*self.events, *extra], key=event_order)
 
     @classmethod
     def from_state(cls, state: CheckinState, thresholds: Thresholds | None = None) -> RuleContext:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Literal
 
 from pydantic import BaseModel, Field, PrivateAttr
@@ -60,6 +60,14 @@ class LogEvent(BaseModel):
 
     def cite(self) -> str:
         return f"{self.file}:{self.line}: {self.message}"
+
+
+_UNDATED = datetime.min.replace(tzinfo=UTC)
+
+
+def event_order(event: LogEvent) -> tuple[datetime, str, int]:
+    """Events in time order (undated first), then by file and line: the order the run keeps them in."""
+    return event.time or _UNDATED, event.file, event.line
 
 
 class WarningGroup(BaseModel):
