@@ -14,6 +14,7 @@ from pathlib import Path
 
 from rlagent.models.cluster import MultiNodeView
 from rlagent.models.observation import (
+    UNDATED,
     EvalPoint,
     FileCursor,
     LiveProbes,
@@ -373,10 +374,13 @@ def _trim(history: MetricHistory) -> None:
 def _bounded_events(events: list[LogEvent]) -> list[LogEvent]:
     """The newest EVENTS_PER_KIND events of each kind, in time order. Newest by time, not by the
     order the files were read in: an env error is logged by the orchestrator and by the env
-    server, and the last ones read are not the last ones written."""
+    server, and the last ones read are not the last ones written. A line with no time of its own
+    (torchrun's stderr after a `Fatal error`, a console's traceback) is as new as the dated line
+    before it in its file."""
+    written = _written_at(events)
     seen: set[tuple[str, int, str | None]] = set()
     per_kind: dict[str | None, list[LogEvent]] = {}
-    for event in sorted(events, key=event_order):
+    for event in sorted(events, key=lambda e: (written[e.file, e.line], e.file, e.line)):
         key = (event.file, event.line, event.kind)
         if key in seen:
             continue
@@ -384,6 +388,17 @@ def _bounded_events(events: list[LogEvent]) -> list[LogEvent]:
         per_kind.setdefault(event.kind, []).append(event)
     kept = [e for bucket in per_kind.values() for e in bucket[-EVENTS_PER_KIND:]]
     return sorted(kept, key=event_order)
+
+
+def _written_at(events: list[LogEvent]) -> dict[tuple[str, int], datetime]:
+    """(file, line) -> the event's time, or that of the nearest dated event above it in its file."""
+    out: dict[tuple[str, int], datetime] = {}
+    last: dict[str, datetime] = {}
+    for event in sorted(events, key=lambda e: (e.file, e.line, e.time is None)):
+        if event.time is not None:
+            last[event.file] = event.time
+        out.setdefault((event.file, event.line), event.time or last.get(event.file, UNDATED))
+    return out
 
 
 def _merge_groups(groups: dict[str, WarningGroup], rel: str, new: dict[str, WarningGroup]) -> None:

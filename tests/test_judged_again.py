@@ -62,3 +62,32 @@ def test_the_events_kept_of_a_kind_are_its_newest_whatever_file_was_read_last():
     newest = sorted(orchestrator + server, key=lambda e: e.time)[-EVENTS_PER_KIND:]
     assert kept == newest
     assert kept[-1].file == "logs/orchestrator.log"
+
+
+def test_a_line_with_no_time_of_its_own_is_as_new_as_the_dated_line_before_it():
+    """torchrun's stderr after a `Fatal error` has no time: it is kept with the crash it follows,
+    not dropped as the oldest crash line because it has no time of its own."""
+    start = datetime(2026, 11, 26, 9, 0, tzinfo=UTC)
+    older = [
+        LogEvent(
+            file="logs/attempt_1/trainer.log",
+            line=i + 1,
+            time=start + timedelta(seconds=i),
+            level="ERROR",
+            message="x",
+            kind="crash",
+        )
+        for i in range(EVENTS_PER_KIND)
+    ]
+    fatal = LogEvent(
+        file="logs/attempt_2/trainer.log",
+        line=7,
+        time=start + timedelta(hours=1),
+        level="ERROR",
+        message="Fatal error in train",
+        kind="crash",
+    )
+    child = LogEvent(file="logs/attempt_2/trainer.log", line=9, level="STDERR", message="ChildFailedError:", kind="crash")
+    kept = _bounded_events([*older, fatal, child])
+    assert fatal in kept and child in kept and len(kept) == EVENTS_PER_KIND
+    assert older[0] not in kept and older[1] not in kept

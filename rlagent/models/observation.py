@@ -62,12 +62,13 @@ class LogEvent(BaseModel):
         return f"{self.file}:{self.line}: {self.message}"
 
 
-_UNDATED = datetime.min.replace(tzinfo=UTC)
+UNDATED = datetime.min.replace(tzinfo=UTC)
+"""Where an event with no time sorts: first."""
 
 
 def event_order(event: LogEvent) -> tuple[datetime, str, int]:
     """Events in time order (undated first), then by file and line: the order the run keeps them in."""
-    return event.time or _UNDATED, event.file, event.line
+    return event.time or UNDATED, event.file, event.line
 
 
 class WarningGroup(BaseModel):
