@@ -95,7 +95,8 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
         notes=notes,
     )
     for file_read in run_read.files:
-        if attempt is not None and file_read.rel.startswith(f"logs/{attempt}/") and file_read.rel not in state.memory.cursors:
+        first_read = file_read.fresh and file_read.rel not in state.memory.cursors  # not a rotated log's rest
+        if attempt is not None and first_read and file_read.rel.startswith(f"logs/{attempt}/"):
             _drop_abandoned_steps(reading.history, file_read)
         _merge_file(reading, file_read)
     if prime:

@@ -25,6 +25,7 @@ from rlagent.tools.bounds import bounded_int
 from rlagent.tools.frameworks.detect import detect_dir
 from rlagent.tools.frameworks.lines import LogLine
 from rlagent.tools.rollouts import pick_telling
+from rlagent.tools.rotation import read_across_rotation
 
 LOG_SUFFIXES = (".log", ".out", ".err", ".txt")
 _SKIP_DIRS = {"checkpoints", "ckpt", "wandb", "tensorboard_log", "runs", ".hydra", "completions", "rollouts", "__pycache__"}
@@ -330,21 +331,15 @@ class ConsoleAdapter:
         run_dir = Path(run.run_dir)
         config = self.read_config(run_dir)
         out = RunRead()
+
+        def read(path: Path, rel: str, cursor: FileCursor | None) -> FileRead:
+            state = self.console_state(run_dir, config)
+            framework, parse, lines = self.framework.value, self.parse_rows, self.steps_in_lines
+            return read_console(path, rel, cursor, framework, parse, state, keep_per_kind=keep_per_kind, steps_in_lines=lines)
+
         for path in self.console_logs(run_dir, out.notes):
             rel = str(path.relative_to(run_dir))
-            state = self.console_state(run_dir, config)
-            out.files.append(
-                read_console(
-                    path,
-                    rel,
-                    cursors.get(rel),
-                    self.framework.value,
-                    self.parse_rows,
-                    state,
-                    keep_per_kind=keep_per_kind,
-                    steps_in_lines=self.steps_in_lines,
-                )
-            )
+            out.files += read_across_rotation(read, path, rel, cursors.get(rel))
         out.files.extend(self.extra_sources(run_dir, config, cursors, keep_per_kind))
         out.files.extend(read_trackers(run_dir, self.framework.value, cursors))
         return out

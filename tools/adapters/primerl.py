@@ -25,6 +25,7 @@ from rlagent.tools.logscan import newest_time_of_day
 from rlagent.tools.metrics_jsonl import REL as METRICS_REL
 from rlagent.tools.metrics_jsonl import MetricsRead, read_metrics
 from rlagent.tools.rollouts import l_step_fractions, newest_rollouts_file, sample_key, sample_rollouts
+from rlagent.tools.rotation import read_rest
 from rlagent.tools.steplines import parse_step_line
 
 
@@ -57,6 +58,17 @@ class PrimeRLAdapter:
         out = RunRead()
         out.attempt = current_attempt(run_dir, out.notes) if layout is Layout.H else None
         rels = [str(path.relative_to(run_dir)) for path in log_files(run_dir, layout, out.notes)]
+
+        def read(path: Path, name: str, cursor: FileCursor | None) -> LogRead:
+            return read_log(path, name, cursor, tz, keep_per_kind=keep_per_kind)
+
+        cursors = dict(cursors)
+        for rel in rels:  # a rotated log's rest (what came since the last check-in), then the new file as its sequel
+            rotated = read_rest(read, run_dir / rel, rel, cursors.get(rel))
+            if rotated is not None:
+                rest, cursors[rel], note = rotated
+                out.files.append(_from_log(rest))
+                out.notes.append(note)
         first = [rel for rel in rels if cursors.get(rel) is None]  # read from the start for the first time
         anchor = _shared_anchor(run_dir, first, tz)
         tasks: list[Callable[[], Any]] = [

@@ -1,0 +1,106 @@
+"""Reading on across a log rotation, so that the lines written between a check-in and the rotation
+are not lost.
+
+logrotate (its default `create` mode) and Python's RotatingFileHandler rename a log (`trainer.log`
+to `trainer.log.1`, or `trainer.log-20261127` with `dateext`) and start a new file under the old
+name. The file a cursor read is then the renamed one: its unread rest is read from the cursor
+under its new name, and the new file is read from its start as its continuation (its line
+numbers from 1, the step and the date carried on), not as a rewrite of what was read before.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+from rlagent.models.observation import FileCursor
+from rlagent.tools.tail import head_hash
+
+_SEPARATORS = ".-_"
+"""What follows the log's name in a rotated name: `.1`, `-20261127`, `_2026-11-27`."""
+
+
+class _Read(Protocol):  # a LogRead or a FileRead
+    cursor: FileCursor | None
+    notes: list[str]
+
+
+R = TypeVar("R", bound=_Read)
+Reader = Callable[[Path, str, FileCursor | None], R]
+
+
+def rotated_away(path: Path, rel: str, cursor: FileCursor | None) -> tuple[Path, str] | None:
+    """Where the file `cursor` read went (its path and run-relative name), when a file beside it
+    named after it is that very file (device and inode, no shorter than the cursor, the same first
+    bytes as the cursor hashed) and `path` is no longer it; None otherwise."""
+    if cursor is None or not cursor.inode:
+        return None
+    try:
+        st = os.stat(path)
+        if (st.st_dev, st.st_ino) == (cursor.dev, cursor.inode):
+            return None  # not rotated (grown, or truncated in place: tools.tail says so)
+    except FileNotFoundError:
+        pass  # renamed, its successor not made yet
+    except OSError:
+        return None  # the read of `path` says why
+    try:
+        names = os.listdir(path.parent)
+    except OSError:
+        return None
+    stem = path.name
+    for name in sorted(names):
+        if len(name) <= len(stem) or not name.startswith(stem) or name[len(stem)] not in _SEPARATORS:
+            continue
+        moved = path.parent / name
+        try:
+            st = os.lstat(moved)  # a link is not the renamed file
+            same = (st.st_dev, st.st_ino) == (cursor.dev, cursor.inode) and stat.S_ISREG(st.st_mode)
+            if same and st.st_size >= cursor.offset and (not cursor.head or head_hash(moved, cursor.size) == cursor.head):
+                return moved, str(Path(rel).parent / name)
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def continuation(before: FileCursor, path: Path, rel: str) -> FileCursor | None:
+    """A cursor that reads the file now at `path` from its start as what comes after the file
+    `before` read: its step and the time of its last line carried on. None if there is no file."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return FileCursor(path=rel, dev=st.st_dev, inode=st.st_ino, last_time=before.last_time, step=before.step)
+
+
+def read_rest(read: Reader[R], path: Path, rel: str, cursor: FileCursor | None) -> tuple[R, FileCursor | None, str] | None:
+    """When the file `cursor` read was rotated away: the read of its rest under its new name, the
+    cursor to read the new file at `path` with (None while there is none) and the note that says
+    so. None when it was not rotated."""
+    moved = rotated_away(path, rel, cursor)
+    if moved is None:
+        return None
+    old_path, old_rel = moved
+    rest = read(old_path, old_rel, cursor)
+    after = rest.cursor if rest.cursor is not None else cursor
+    assert after is not None
+    new_cursor = continuation(after, path, rel)
+    then = f", the new {rel} from its start" if new_cursor is not None else ""
+    return rest, new_cursor, f"{rel} was rotated to {old_rel} since the last check-in; its rest read there{then}"
+
+
+def read_across_rotation(read: Reader[R], path: Path, rel: str, cursor: FileCursor | None) -> list[R]:
+    """`read(path, rel, cursor)`, or, when the file the cursor read was rotated away, the read of its
+    rest under its new name and then of the new file as its continuation."""
+    rotated = read_rest(read, path, rel, cursor)
+    if rotated is None:
+        return [read(path, rel, cursor)]
+    rest, new_cursor, note = rotated
+    if new_cursor is None:
+        rest.notes.append(note)
+        return [rest]
+    new = read(path, rel, new_cursor)
+    new.notes.insert(0, note)
+    return [rest, new]
