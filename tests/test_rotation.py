@@ -1,5 +1,6 @@
 """A log rotated between two check-ins (logrotate's default `create` mode, Python's
-RotatingFileHandler: the file renamed to `<name>.1`, a new one made under its name) loses nothing:
+RotatingFileHandler: the file renamed to `<name>.1`, a new one made under its name; logrotate's
+`copytruncate`: the file copied to `<name>.1` and cut to nothing) loses nothing:
 what was written to it after the last check-in is read from the renamed file, the new file is read
 as its sequel, and what was read before the rotation is kept.
 
@@ -58,8 +59,9 @@ def _write(path: Path, lines: list[bytes], mtime: float) -> None:
     os.utime(path, (mtime, mtime))
 
 
+@pytest.mark.parametrize("how", ["renamed", "copied and truncated"])
 @pytest.mark.parametrize("case", CASES)
-def test_a_log_rotated_between_check_ins_loses_nothing(case, tmp_path):
+def test_a_log_rotated_between_check_ins_loses_nothing(case, how, tmp_path):
     whole = Monitor(discover(_copy(case, tmp_path / "whole")), home=tmp_path / "home-whole", offline=True)
     try:
         expected = _known(whole.check_in())
@@ -88,7 +90,11 @@ def test_a_log_rotated_between_check_ins_loses_nothing(case, tmp_path):
         for rel, (lines, mtime) in parts.items():
             path = run / rel
             _write(path, lines[len(lines) * 2 // 5 : len(lines) * 7 // 10], mtime)  # written after the check-in...
-            path.rename(path.with_name(path.name + ".1"))  # ...then rotated
+            if how == "renamed":  # ...then rotated
+                path.rename(path.with_name(path.name + ".1"))
+            else:
+                shutil.copy2(path, path.with_name(path.name + ".1"))
+                os.truncate(path, 0)
             _write(path, lines[len(lines) * 7 // 10 :], mtime)
         after = monitor.check_in()
         again = monitor.check_in()
@@ -97,8 +103,9 @@ def test_a_log_rotated_between_check_ins_loses_nothing(case, tmp_path):
 
     assert _known(after) == expected
     notes = after.out.observation.notes
+    verb = "rotated" if how == "renamed" else "copied"
     for rel in CASES[case]:
-        assert f"{rel} was rotated to {rel}.1 since the last check-in; its rest read there, the new {rel} from its start" in notes
+        assert f"{rel} was {verb} to {rel}.1 since the last check-in; its rest read there, the new {rel} from its start" in notes
     assert again.out.observation.bytes_read == 0 and _known(again) == expected  # the new file is not read twice
 
 
@@ -106,6 +113,10 @@ def _cursor_of(path: Path) -> FileCursor:
     st = path.stat()
     size = st.st_size
     return FileCursor(path=path.name, dev=st.st_dev, inode=st.st_ino, offset=size, size=size, head=head_hash(path, size))
+
+
+def _where(found) -> tuple[Path, str] | None:
+    return None if found is None else found[:2]
 
 
 def test_the_renamed_file_is_found_by_its_identity_not_its_name(tmp_path):
@@ -117,15 +128,34 @@ def test_the_renamed_file_is_found_by_its_identity_not_its_name(tmp_path):
         f.write("{'loss': 0.2}\n")
     assert rotated_away(log, "train.log", cursor) is None  # grown, not rotated
 
-    (tmp_path / "train.log.1").write_text("{'loss': 0.1}\n")  # a copy, not the file read
-    (tmp_path / "train.log.2").symlink_to(log)  # a link to it: the file read is still `train.log`
+    (tmp_path / "train.log.1").write_text("{'loss': 0.1}\n")  # a copy of what was read, but the file read is still there
+    (tmp_path / "train.log.2").symlink_to(log)  # a link to it
     log.rename(tmp_path / "train.log1")  # not a rotated name
     log.write_text("{'loss': 0.3}\n")
     assert rotated_away(log, "train.log", cursor) is None
     (tmp_path / "train.log1").rename(tmp_path / "train.log-20261127")
-    assert rotated_away(log, "train.log", cursor) == (tmp_path / "train.log-20261127", "train.log-20261127")
+    found = rotated_away(log, "train.log", cursor)
+    assert _where(found) == (tmp_path / "train.log-20261127", "train.log-20261127") and found[2] is cursor
     log.unlink()  # renamed, the new file not made yet: still found
-    assert rotated_away(log, "logs/train.log", cursor) == (tmp_path / "train.log-20261127", "logs/train.log-20261127")
+    assert _where(rotated_away(log, "logs/train.log", cursor)) == (tmp_path / "train.log-20261127", "logs/train.log-20261127")
 
     (tmp_path / "train.log-20261127").write_text("{'loss': 9.9}\n")  # rewritten in place: no longer the file read
     assert rotated_away(log, "train.log", cursor) is None
+
+
+def test_a_copy_made_before_the_log_was_cut_is_found_by_its_first_bytes(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text("{'loss': 0.1}\n")
+    cursor = _cursor_of(log)
+    with open(log, "a") as f:
+        f.write("{'loss': 0.2}\n")
+    (tmp_path / "train.log.2").write_text("{'loss': 0.0}\n{'loss': 0.1}\n")  # an older generation: other first bytes
+    os.truncate(log, 0)
+    assert rotated_away(log, "train.log", cursor) is None  # cut, and no copy of it: read again from its start
+
+    (tmp_path / "train.log.1").write_text("{'loss': 0.1}\n{'loss': 0.2}\n")  # copytruncate's copy
+    log.write_text("{'loss': 0.3}\n{'loss': 0.4}\n")  # the process wrote on: longer than the cursor, other first bytes
+    found = rotated_away(log, "train.log", cursor)
+    copy = (tmp_path / "train.log.1").stat()
+    assert _where(found) == (tmp_path / "train.log.1", "train.log.1")
+    assert (found[2].inode, found[2].offset, found[2].head) == (copy.st_ino, cursor.offset, cursor.head)

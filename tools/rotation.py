@@ -3,9 +3,11 @@ are not lost.
 
 logrotate (its default `create` mode) and Python's RotatingFileHandler rename a log (`trainer.log`
 to `trainer.log.1`, or `trainer.log-20261127` with `dateext`) and start a new file under the old
-name. The file a cursor read is then the renamed one: its unread rest is read from the cursor
-under its new name, and the new file is read from its start as its continuation (its line
-numbers from 1, the step and the date carried on), not as a rewrite of what was read before.
+name; logrotate's `copytruncate` (for a process that keeps its file open, `python train.py >
+train.log`) copies the log and cuts it to nothing. Either way the file a cursor read lives on beside
+the log: its unread rest is read from the cursor there, and the log is read from its start as its
+continuation (its line numbers from 1, the step and the date carried on), not as a rewrite of what
+was read before.
 """
 
 from __future__ import annotations
@@ -32,37 +34,51 @@ R = TypeVar("R", bound=_Read)
 Reader = Callable[[Path, str, FileCursor | None], R]
 
 
-def rotated_away(path: Path, rel: str, cursor: FileCursor | None) -> tuple[Path, str] | None:
-    """Where the file `cursor` read went (its path and run-relative name), when a file beside it
-    named after it is that very file (device and inode, no shorter than the cursor, the same first
-    bytes as the cursor hashed) and `path` is no longer it; None otherwise."""
+def rotated_away(path: Path, rel: str, cursor: FileCursor | None) -> tuple[Path, str, FileCursor] | None:
+    """Where the file `cursor` read went (its path and run-relative name) and the cursor to read its
+    rest there: renamed (a file beside it, named after it, is that very file: its device and inode)
+    or copied before `path` was cut (`copytruncate`: `path` is shorter than the cursor or begins with
+    other bytes, and a file beside it begins with the bytes the cursor hashed). Either is no shorter
+    than the cursor; the newest if several are. None when `path` is still the file read, or when
+    nothing beside it is what it was (tools.tail then reads it again from its start, and says so)."""
     if cursor is None or not cursor.inode:
         return None
     try:
         st = os.stat(path)
-        if (st.st_dev, st.st_ino) == (cursor.dev, cursor.inode):
-            return None  # not rotated (grown, or truncated in place: tools.tail says so)
+        copied = (st.st_dev, st.st_ino) == (cursor.dev, cursor.inode)
+        if copied and st.st_size >= cursor.offset and (not cursor.head or head_hash(path, cursor.size) == cursor.head):
+            return None  # grown, or not changed at all
     except FileNotFoundError:
-        pass  # renamed, its successor not made yet
-    except OSError:
+        copied = False  # renamed, its successor not made yet
+    except (OSError, ValueError):
         return None  # the read of `path` says why
+    if copied and not cursor.head:
+        return None  # a copy is known by its first bytes only
     try:
         names = os.listdir(path.parent)
     except OSError:
         return None
+    found: tuple[int, Path, str, os.stat_result] | None = None
     stem = path.name
-    for name in sorted(names):
+    for name in names:
         if len(name) <= len(stem) or not name.startswith(stem) or name[len(stem)] not in _SEPARATORS:
             continue
         moved = path.parent / name
         try:
-            st = os.lstat(moved)  # a link is not the renamed file
-            same = (st.st_dev, st.st_ino) == (cursor.dev, cursor.inode) and stat.S_ISREG(st.st_mode)
-            if same and st.st_size >= cursor.offset and (not cursor.head or head_hash(moved, cursor.size) == cursor.head):
-                return moved, str(Path(rel).parent / name)
+            st = os.lstat(moved)  # a link is not the file read
+            if not stat.S_ISREG(st.st_mode) or st.st_size < cursor.offset or (found and st.st_mtime_ns <= found[0]):
+                continue
+            if ((st.st_dev, st.st_ino) == (cursor.dev, cursor.inode)) != copied and (
+                not cursor.head or head_hash(moved, cursor.size) == cursor.head
+            ):
+                found = (st.st_mtime_ns, moved, name, st)
         except (OSError, ValueError):
             continue
-    return None
+    if found is None:
+        return None
+    _, moved, name, st = found
+    moved_cursor = cursor.model_copy(update={"dev": st.st_dev, "inode": st.st_ino, "mtime_ns": 0}) if copied else cursor
+    return moved, str(Path(rel).parent / name), moved_cursor
 
 
 def continuation(before: FileCursor, path: Path, rel: str) -> FileCursor | None:
@@ -82,13 +98,13 @@ def read_rest(read: Reader[R], path: Path, rel: str, cursor: FileCursor | None) 
     moved = rotated_away(path, rel, cursor)
     if moved is None:
         return None
-    old_path, old_rel = moved
-    rest = read(old_path, old_rel, cursor)
-    after = rest.cursor if rest.cursor is not None else cursor
-    assert after is not None
+    old_path, old_rel, old_cursor = moved
+    rest = read(old_path, old_rel, old_cursor)
+    after = rest.cursor if rest.cursor is not None else old_cursor
     new_cursor = continuation(after, path, rel)
     then = f", the new {rel} from its start" if new_cursor is not None else ""
-    return rest, new_cursor, f"{rel} was rotated to {old_rel} since the last check-in; its rest read there{then}"
+    how = "rotated to" if old_cursor is cursor else "copied to"
+    return rest, new_cursor, f"{rel} was {how} {old_rel} since the last check-in; its rest read there{then}"
 
 
 def read_across_rotation(read: Reader[R], path: Path, rel: str, cursor: FileCursor | None) -> list[R]:
