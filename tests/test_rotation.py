@@ -145,16 +145,14 @@ def test_the_renamed_file_is_found_by_its_identity_not_its_name(tmp_path):
 
 def test_a_copy_made_before_the_log_was_cut_is_found_by_its_first_bytes(tmp_path):
     log = tmp_path / "train.log"
-    log.write_text("{'loss': 0.1}\n")
+    log.write_text("{'loss': 0.1}\n{'loss': 0.2}\n")
     cursor = _cursor_of(log)
-    with open(log, "a") as f:
-        f.write("{'loss': 0.2}\n")
     (tmp_path / "train.log.2").write_text("{'loss': 0.0}\n{'loss': 0.1}\n")  # an older generation: other first bytes
     os.truncate(log, 0)
     assert rotated_away(log, "train.log", cursor) is None  # cut, and no copy of it: read again from its start
 
     (tmp_path / "train.log.1").write_text("{'loss': 0.1}\n{'loss': 0.2}\n")  # copytruncate's copy
-    log.write_text("{'loss': 0.3}\n{'loss': 0.4}\n")  # the process wrote on: longer than the cursor, other first bytes
+    log.write_text("{'loss': 0.3}\n{'loss': 0.4}\n{'loss': 0.5}\n")  # the process wrote on: past the cursor
     found = rotated_away(log, "train.log", cursor)
     copy = (tmp_path / "train.log.1").stat()
     assert _where(found) == (tmp_path / "train.log.1", "train.log.1")
