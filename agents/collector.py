@@ -207,6 +207,8 @@ class _Reading:
 def _merge_file(reading: _Reading, read: FileRead) -> None:
     """One source's new rows, evals, events and warning groups into `reading`."""
     history = reading.history
+    if read.moved_from is not None:
+        _moved(reading, read.moved_from, read.rel)
     reading.notes += read.notes
     if read.cursor is not None and read.rel:
         reading.cursors[read.rel] = read.cursor
@@ -238,6 +240,32 @@ def _merge_file(reading: _Reading, read: FileRead) -> None:
     _merge_evals(history, read.evals)
     reading.new_events += read.events
     _merge_groups(reading.groups, read.rel, read.groups)
+
+
+def _moved(reading: _Reading, old: str, new: str) -> None:
+    """A rotated log's lines read before are in the file it was renamed or copied to now, at the same
+    numbers (tools.rotation): its kept events, warning groups and counts say so."""
+
+    def there(event: LogEvent) -> LogEvent:
+        return event.model_copy(update={"file": new}) if event.file == old else event
+
+    reading.events = [there(e) for e in reading.events]
+    prefix = f"{old}\x00"
+    groups = {key: group for key, group in reading.groups.items() if not key.startswith(prefix)}
+    for key, group in reading.groups.items():
+        if key.startswith(prefix):
+            key = f"{new}\x00{key[len(prefix) :]}"
+            group = group.model_copy(update={"first": there(group.first), "last": there(group.last)})
+            known = groups.get(key)
+            if known is not None:  # an older generation under the new name
+                group = group.model_copy(update={"count": known.count + group.count, "first": known.first})
+            groups[key] = group
+    reading.groups = groups
+    counts = dict(reading.history.event_counts)
+    if old in counts:
+        merged = {kind: dict(steps) for kind, steps in counts.get(new, {}).items()}
+        _add_counts(merged, counts.pop(old))
+        reading.history.event_counts = {**counts, new: merged}
 
 
 def _read_tree(reading: _Reading, state: CheckinState, run_dir: Path, tz: tzinfo) -> MultiNodeView | None:
@@ -327,13 +355,18 @@ def _merge_counts(history: MetricHistory, rel: str, counts: dict[str, dict[int, 
     if not counts and not fresh:
         return
     merged = {} if fresh else {kind: dict(steps) for kind, steps in history.event_counts.get(rel, {}).items()}
+    _add_counts(merged, counts)
+    history.event_counts = {**history.event_counts, rel: merged}
+
+
+def _add_counts(merged: dict[str, dict[int, int]], counts: dict[str, dict[int, int]]) -> None:
+    """Per kind and step, `counts` added into `merged` (its own copies), the newest steps kept."""
     for kind, steps in counts.items():
         target = merged.setdefault(kind, {})
         for step, n in steps.items():
             target[step] = target.get(step, 0) + n
         if len(target) > HISTORY_STEPS:
             merged[kind] = dict(sorted(target.items())[-HISTORY_STEPS:])
-    history.event_counts = {**history.event_counts, rel: merged}
 
 
 def _merge_evals(history: MetricHistory, points: list[EvalPoint]) -> None:

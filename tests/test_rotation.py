@@ -21,15 +21,18 @@ from rlagent.evals.fixture import FIXTURES
 from rlagent.graph.runner import Monitor
 from rlagent.models.observation import FileCursor
 from rlagent.tools.adapters import discover
+from rlagent.tools.evidence import line_at
+from rlagent.tools.loglines import RANK_PREFIX
 from rlagent.tools.rotation import rotated_away
 from rlagent.tools.tail import head_hash
+from rlagent.tools.untrusted import strip_controls
 
 CASES = {  # fixture: the logs rotated
     "02_healthy-l": ("logs/trainer.log", "logs/orchestrator.log"),
     "08_healthy-h-noisy": ("logs/attempt_1/orchestrator.log", "logs/attempt_1/trainer.log"),
     "84_verl-healthy": ("verl_demo.log",),
     "100_trl-healthy": ("train.log",),
-    "116_openrlhf-healthy": ("train.log",),
+    "118_openrlhf-alarming-normal": ("train.log",),
 }
 
 
@@ -53,6 +56,35 @@ def _known(state) -> tuple:
     return history, groups, events
 
 
+def _cited_where_they_are(run: Path, state) -> None:
+    """Every kept event, and every warning group's first and last, cites the file and line it is on
+    now: one read before the rotation is in the renamed or copied file, at the same number."""
+    memory = state.memory
+    cited = [*memory.events, *(g.first for g in memory.groups.values()), *(g.last for g in memory.groups.values())]
+    assert cited
+    for event in cited:
+        line = line_at(run / event.file, event.line)
+        said = RANK_PREFIX.sub("", event.message)[:40]  # what line_at gives has no `[rank0]:`
+        assert line is not None and said in strip_controls(line), (event.file, event.line, event.message, line)
+
+
+def _whole(case: str, tmp_path: Path, tenths: int) -> tuple:
+    """What one check-in knows of the run with the first `tenths` of each rotated log's lines."""
+    run = _copy(case, tmp_path / f"whole-{tenths}")
+    for rel in CASES[case]:
+        path = run / rel
+        lines, mtime = path.read_bytes().splitlines(keepends=True), path.stat().st_mtime
+        path.unlink()
+        _write(path, lines[: len(lines) * tenths // 10], mtime)
+    if tenths < 10:
+        (run / "metrics.jsonl").unlink(missing_ok=True)  # as the pieces have it (below)
+    monitor = Monitor(discover(run), home=tmp_path / f"home-whole-{tenths}", offline=True)
+    try:
+        return _known(monitor.check_in())
+    finally:
+        monitor.close()
+
+
 def _write(path: Path, lines: list[bytes], mtime: float) -> None:
     with open(path, "ab") as f:
         f.write(b"".join(lines))
@@ -62,12 +94,7 @@ def _write(path: Path, lines: list[bytes], mtime: float) -> None:
 @pytest.mark.parametrize("how", ["renamed", "copied and truncated"])
 @pytest.mark.parametrize("case", CASES)
 def test_a_log_rotated_between_check_ins_loses_nothing(case, how, tmp_path):
-    whole = Monitor(discover(_copy(case, tmp_path / "whole")), home=tmp_path / "home-whole", offline=True)
-    try:
-        expected = _known(whole.check_in())
-    finally:
-        whole.close()
-
+    expected = _whole(case, tmp_path, 10)
     run = _copy(case, tmp_path / "pieces")
     parts = {}
     for rel in CASES[case]:
@@ -77,36 +104,47 @@ def test_a_log_rotated_between_check_ins_loses_nothing(case, how, tmp_path):
         parts[rel] = (lines, mtime)
         path.unlink()
         _write(path, lines[: len(lines) * 2 // 5], mtime)
-    # Layout H's metrics.jsonl comes whole at the second check-in: its rows are read after the logs'
+    # Layout H's metrics.jsonl comes whole at the last check-in: its rows are read after the logs'
     # step lines and outrank their rounded figures, as in the whole read.
     metrics = run / "metrics.jsonl"
     if metrics.exists():
         metrics.rename(tmp_path / "metrics.jsonl")
     monitor = Monitor(discover(run), home=tmp_path / "home-pieces", offline=True)
-    try:
-        monitor.check_in()
-        if (tmp_path / "metrics.jsonl").exists():
-            (tmp_path / "metrics.jsonl").rename(metrics)
+
+    def rotate_after(start: float, end: float, rest: float) -> None:
+        """Append the lines from `start` to `end` (fractions) to each log, rotate it, then write on to `rest`."""
         for rel, (lines, mtime) in parts.items():
-            path = run / rel
-            _write(path, lines[len(lines) * 2 // 5 : len(lines) * 7 // 10], mtime)  # written after the check-in...
-            if how == "renamed":  # ...then rotated
+            path, at = run / rel, [len(lines) * x // 10 for x in (start, end, rest)]
+            _write(path, lines[at[0] : at[1]], mtime)  # written after the check-in, then rotated
+            older = sorted(path.parent.glob(f"{path.name}.*"), reverse=True)
+            for generation in older:  # logrotate: `.1` to `.2` first
+                generation.rename(path.with_name(f"{path.name}.{int(generation.suffix[1:]) + 1}"))
+            if how == "renamed":
                 path.rename(path.with_name(path.name + ".1"))
             else:
                 shutil.copy2(path, path.with_name(path.name + ".1"))
                 os.truncate(path, 0)
-            _write(path, lines[len(lines) * 7 // 10 :], mtime)
+            _write(path, lines[at[1] : at[2]], mtime)
+
+    try:
+        monitor.check_in()
+        rotate_after(4, 6, 8)
         after = monitor.check_in()
+        _cited_where_they_are(run, after)
+        rotate_after(8, 9, 10)  # a second rotation: the first rest is in `.2` now
+        if (tmp_path / "metrics.jsonl").exists():
+            (tmp_path / "metrics.jsonl").rename(metrics)
         again = monitor.check_in()
+        idle = monitor.check_in()
     finally:
         monitor.close()
 
-    assert _known(after) == expected
+    assert _known(after) == _whole(case, tmp_path, 8) and _known(again) == expected
     notes = after.out.observation.notes
     verb = "rotated" if how == "renamed" else "copied"
     for rel in CASES[case]:
         assert f"{rel} was {verb} to {rel}.1 since the last check-in; its rest read there, the new {rel} from its start" in notes
-    assert again.out.observation.bytes_read == 0 and _known(again) == expected  # the new file is not read twice
+    assert idle.out.observation.bytes_read == 0 and _known(idle) == expected  # the new file is not read twice
 
 
 def _cursor_of(path: Path) -> FileCursor:

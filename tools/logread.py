@@ -41,6 +41,8 @@ class LogRead:
     """kind -> step -> classified lines read, for logs that carry steps (uncapped)."""
     notes: list[str] = field(default_factory=list)
     fresh: bool = False
+    moved_from: str | None = None
+    """The rest of a rotated log, read under its new name (tools.rotation)."""
 
 
 class _Raw(NamedTuple):

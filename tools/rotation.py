@@ -28,6 +28,7 @@ _SEPARATORS = ".-_"
 class _Read(Protocol):  # a LogRead or a FileRead
     cursor: FileCursor | None
     notes: list[str]
+    moved_from: str | None
 
 
 R = TypeVar("R", bound=_Read)
@@ -100,6 +101,7 @@ def read_rest(read: Reader[R], path: Path, rel: str, cursor: FileCursor | None) 
         return None
     old_path, old_rel, old_cursor = moved
     rest = read(old_path, old_rel, old_cursor)
+    rest.moved_from = rel
     after = rest.cursor if rest.cursor is not None else old_cursor
     new_cursor = continuation(after, path, rel)
     then = f", the new {rel} from its start" if new_cursor is not None else ""

@@ -55,6 +55,9 @@ class FileRead:
     behind: bool = False
     """The read stopped at its time budget with bytes left (a backlog read oldest first): the next
     check-in goes on from its cursor, and a watcher checks the run again sooner (graph.adaptive)."""
+    moved_from: str | None = None
+    """The rest of a rotated log (tools.rotation), read under the name it has now: what was read of it
+    before, under this name, is now in this file at the same line numbers."""
 
 
 @dataclass

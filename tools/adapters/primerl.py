@@ -177,6 +177,7 @@ def _parse_rows(line: LogLine, state: ConsoleState | None = None) -> list[Metric
 
 def _from_log(read: LogRead) -> FileRead:
     out = FileRead(read.rel, read.cursor, fresh=read.fresh, events=read.events, groups=read.groups, counts=read.step_counts)
+    out.moved_from = read.moved_from
     out.notes, out.bytes_read = read.notes, read.bytes_read
     for line, when in read.steps:
         out.rows.append(StepRow(line.process, line.step, line.values, when))
