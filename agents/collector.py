@@ -226,6 +226,9 @@ def _merge_file(reading: _Reading, read: FileRead) -> None:
         if read.under:
             old = target.get(row.step, {})
             values = {k: v for k, v in values.items() if not (k in old and not math.isfinite(old[k]))}
+        elif read.rounded and not read.fresh:
+            old = target.get(row.step, {})
+            values = {k: v for k, v in values.items() if not (k in old and math.isfinite(old[k]))}
         _update_row(target, row.step, values)
         if row.when is not None:
             seen = history.step_seen_at.get(row.process)

@@ -145,3 +145,27 @@ def test_empty_run_dir_checks_in_with_nothing_to_say(tmp_path):
     state = monitor(run, tmp_path).check_in()
     assert state.out.observation.trainer_step is None
     assert "**Step**: n/a / 100" in state.out.status_entry
+
+
+REWARD_KEY = "train/agg/all/reverse-text/reward/mean"
+
+
+def test_a_metrics_row_read_before_its_step_line_keeps_its_figures(tmp_path):
+    """metrics.jsonl holds the step's figures in full and the step line prints them rounded: whichever
+    of the two a check-in meets first, the history keeps the full ones (a check-in between the two
+    writes would otherwise leave the rounded reward of that step for good)."""
+    run = HRun(tmp_path)
+    run.steps(10, reward=lambda s: 0.3 + 0.0012345 * s)
+    start = run.clock - timedelta(seconds=400)
+    rows = "".join(
+        json.dumps({"step": s, "time": (start + timedelta(seconds=40 * s)).timestamp(), REWARD_KEY: 0.3 + 0.0012345 * s}) + "\n"
+        for s in range(1, 12)
+    )
+    (run.dir / "metrics.jsonl").write_text(rows)  # step 11's row is written...
+    mon = monitor(run, tmp_path)
+    first = mon.check_in()
+    assert first.memory.history.orchestrator[11]["reward"] == 0.3 + 0.0012345 * 11
+    run.steps(1, reward=lambda s: 0.3 + 0.0012345 * s)  # ...before its step line `Reward 0.3136`
+    second = mon.check_in()
+    mon.close()
+    assert [second.memory.history.orchestrator[s]["reward"] for s in (10, 11)] == [0.3 + 0.0012345 * s for s in (10, 11)]

@@ -76,8 +76,6 @@ def _whole(case: str, tmp_path: Path, tenths: int) -> tuple:
         lines, mtime = path.read_bytes().splitlines(keepends=True), path.stat().st_mtime
         path.unlink()
         _write(path, lines[: len(lines) * tenths // 10], mtime)
-    if tenths < 10:
-        (run / "metrics.jsonl").unlink(missing_ok=True)  # as the pieces have it (below)
     monitor = Monitor(discover(run), home=tmp_path / f"home-whole-{tenths}", offline=True)
     try:
         return _known(monitor.check_in())
@@ -104,11 +102,6 @@ def test_a_log_rotated_between_check_ins_loses_nothing(case, how, tmp_path):
         parts[rel] = (lines, mtime)
         path.unlink()
         _write(path, lines[: len(lines) * 2 // 5], mtime)
-    # Layout H's metrics.jsonl comes whole at the last check-in: its rows are read after the logs'
-    # step lines and outrank their rounded figures, as in the whole read.
-    metrics = run / "metrics.jsonl"
-    if metrics.exists():
-        metrics.rename(tmp_path / "metrics.jsonl")
     monitor = Monitor(discover(run), home=tmp_path / "home-pieces", offline=True)
 
     def rotate_after(start: float, end: float, rest: float) -> None:
@@ -132,8 +125,6 @@ def test_a_log_rotated_between_check_ins_loses_nothing(case, how, tmp_path):
         after = monitor.check_in()
         _cited_where_they_are(run, after)
         rotate_after(8, 9, 10)  # a second rotation: the first rest is in `.2` now
-        if (tmp_path / "metrics.jsonl").exists():
-            (tmp_path / "metrics.jsonl").rename(metrics)
         again = monitor.check_in()
         idle = monitor.check_in()
     finally:

@@ -48,6 +48,10 @@ class FileRead:
     under: bool = False
     """Values never overwrite a non-finite value already in the history (prime-rl's metrics.jsonl drops
     NaN, so the log stays the witness)."""
+    rounded: bool = False
+    """Its figures are printed to a few digits, and a fuller source holds the same steps (layout H's
+    step lines beside metrics.jsonl): read on from its cursor, it never replaces a finite value the
+    history has (the row, read at an earlier check-in than its step line)."""
     newest: datetime | None = None
     """Time of the newest record read (offline "now")."""
     times: dict[str, datetime] = field(default_factory=dict)

@@ -67,7 +67,7 @@ class PrimeRLAdapter:
             rotated = read_rest(read, run_dir / rel, rel, cursors.get(rel))
             if rotated is not None:
                 rest, cursors[rel], note = rotated
-                out.files.append(_from_log(rest))
+                out.files.append(_from_log(rest, rounded=layout is Layout.H))
                 out.notes.append(note)
         first = [rel for rel in rels if cursors.get(rel) is None]  # read from the start for the first time
         anchor = _shared_anchor(run_dir, first, tz)
@@ -87,7 +87,7 @@ class PrimeRLAdapter:
         weights = [_new_bytes(run_dir / rel, cursors.get(rel)) for rel in [*rels, METRICS_REL]]
         costs = [size * _cost_per_byte(rel) for size, rel in zip(weights, [*rels, METRICS_REL], strict=True)]
         *logs, metrics = run_split(tasks, weights, costs)
-        out.files += [_from_log(read) for read in logs]
+        out.files += [_from_log(read, rounded=layout is Layout.H) for read in logs]
         out.files.append(_from_metrics(metrics))
         return out
 
@@ -175,9 +175,11 @@ def _parse_rows(line: LogLine, state: ConsoleState | None = None) -> list[Metric
     return [MetricRow(step=parsed.step, values=parsed.values, lineno=line.lineno, kind=f"prime-rl:{parsed.process}")]
 
 
-def _from_log(read: LogRead) -> FileRead:
+def _from_log(read: LogRead, *, rounded: bool) -> FileRead:
+    """A log's read; `rounded`: its step lines print rounded what metrics.jsonl holds in full (layout H;
+    layout L has no metrics.jsonl, its step lines are its figures)."""
     out = FileRead(read.rel, read.cursor, fresh=read.fresh, events=read.events, groups=read.groups, counts=read.step_counts)
-    out.moved_from = read.moved_from
+    out.moved_from, out.rounded = read.moved_from, rounded
     out.notes, out.bytes_read = read.notes, read.bytes_read
     for line, when in read.steps:
         out.rows.append(StepRow(line.process, line.step, line.values, when))
