@@ -47,8 +47,10 @@ def rotated_away(path: Path, rel: str, cursor: FileCursor | None) -> tuple[Path,
     try:
         st = os.stat(path)
         copied = (st.st_dev, st.st_ino) == (cursor.dev, cursor.inode)
+        if copied and (st.st_size, st.st_mtime_ns) == (cursor.size, cursor.mtime_ns):
+            return None  # not changed since it was read: a quiet log costs this one stat
         if copied and st.st_size >= cursor.offset and (not cursor.head or head_hash(path, cursor.size) == cursor.head):
-            return None  # grown, or not changed at all
+            return None  # grown
     except FileNotFoundError:
         copied = False  # renamed, its successor not made yet
     except (OSError, ValueError):
