@@ -24,7 +24,9 @@ PROBLEM_NEEDLES: tuple[bytes, ...] = (b"WARNING", b"ERROR", b"rror", b"NCCL")
 NEEDLES: tuple[bytes, ...] = (*PROBLEM_NEEDLES, b"SUCCESS", b"finished", b"Resuming", b"Evaluated")
 # vLLM's inference.log (most of a run's bytes) has no step, eval or finish lines of prime-rl's.
 INFERENCE_NEEDLES = PROBLEM_NEEDLES
-CHUNK = 8 << 20
+CHUNK = 2 << 20
+"""Bytes read at a time: each is then passed over four times (needles, newlines, ASCII, NUL), which
+costs less while it is still in the cache (inference.log's CPU per GB 0.32 s at 8 MB, 0.28 at 1-4 MB)."""
 MAX_LINE = 64 << 10
 """Longer lines are cut before decoding (a 1 MB line must not cost a 1 MB regex)."""
 MAX_CONTINUATION_LINES = 40

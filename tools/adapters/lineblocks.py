@@ -35,8 +35,9 @@ HEAD_READ = CHUNK
 """A backlog over MAX_READ in a console whose rows carry their steps is read as its first HEAD_READ
 bytes (the launch, the early steps the rules take their baselines from) and its newest
 MAX_READ - HEAD_READ; the middle is only counted, for the line numbers."""
-COUNT_BLOCK = 8 << 20
-"""Bytes of a skipped middle read at a time to count its lines (into one reused buffer)."""
+COUNT_BLOCK = 2 << 20
+"""Bytes of a skipped middle read at a time to count its lines (into one reused buffer; its two passes
+cost less while the block is still in the cache: 0.26 s per GB at 8 MB, 0.22 at 1-2 MB)."""
 TRACEBACK = b"Traceback (most recent call last):"
 """The first line of a Python traceback: a skipped middle says on which of its lines they begin (a crash,
 or an error a process survived, that the rules did not see)."""
