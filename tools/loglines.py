@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rlagent.tools.untrusted import strip_controls
 
@@ -29,9 +29,9 @@ _GLOG_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
 MAX_MESSAGE = 2000
 
 
-@dataclass(frozen=True, slots=True)
-class Head:
-    """The first line of a log record."""
+class Head(NamedTuple):
+    """The first line of a log record (a tuple: made for every candidate line of a cold read, at a
+    third of a frozen dataclass's cost)."""
 
     seconds: int
     """Local time of day in seconds (the date is reconstructed by tools.dayclock)."""
