@@ -149,21 +149,27 @@ def classify(message: str, level: str) -> tuple[str | None, list[float]]:
     return kind, list(numbers)
 
 
+# (needles, regex, kind) of the patterns a line of each level may match, in EVENT_PATTERNS' order:
+# the loop below reads no attribute and tests no level (a cold read classifies tens of thousands).
+_BY_LEVEL = {
+    warn_or_error: tuple((p.needles, p.regex, p.kind) for p in EVENT_PATTERNS if p.any_level or warn_or_error)
+    for warn_or_error in (False, True)
+}
+
+
 @lru_cache(maxsize=1024)
 def _classify(message: str, warn_or_error: bool) -> tuple[str | None, tuple[float, ...]]:
     """classify, remembered: a long log repeats the same warning thousands of times."""
-    for pattern in EVENT_PATTERNS:
-        if not (pattern.any_level or warn_or_error):
-            continue
-        if pattern.needles:  # a loop, not any(): a generator would cost more than the searches it saves
-            for needle in pattern.needles:
+    for needles, regex, kind in _BY_LEVEL[warn_or_error]:
+        if needles:  # a loop, not any(): a generator would cost more than the searches it saves
+            for needle in needles:
                 if needle in message:
                     break
             else:
                 continue  # none of its needles is there: it cannot match
-        match = pattern.regex.search(message)
+        match = regex.search(message)
         if match:
-            return pattern.kind, tuple(float(g) for g in match.groups() if g is not None)
+            return kind, tuple(float(g) for g in match.groups() if g is not None)
     return None, ()
 
 
@@ -205,6 +211,11 @@ _MASKS = (  # (regex, its replacement, a text every match contains: where it is 
 def message_template(message: str) -> str:
     """Mask numbers, hex and ids so that a thousand identical warnings group as one."""
     for regex, repl, needed in _MASKS:
-        if not needed or any(text in message for text in needed):
-            message = regex.sub(repl, message)
+        if needed:
+            for text in needed:  # a loop, not any(), as in _classify
+                if text in message:
+                    break
+            else:
+                continue
+        message = regex.sub(repl, message)
     return message[:200]
