@@ -18,18 +18,22 @@ from rlagent.agents.rules import health_of, run_rules
 from rlagent.agents.rules.context import RuleContext
 from rlagent.agents.rules.thresholds import Thresholds
 from rlagent.models.run import Health
-from rlagent.models.state import CheckinState, typed_node
+from rlagent.models.state import CheckinState, applied, typed_node
 
 
 def make_diagnostician(thresholds: Thresholds, llm: LLMRuntime | None = None) -> Callable[[CheckinState], dict]:
     """The rules always run first; with an LLM runtime, Claude then refines their result (or,
     on a revision round, may withdraw or revise the proposal) and the check-in's LLM use is recorded."""
-    if llm is not None:  # Claude's path, its prompts and models: 0.13 s of imports a rules-only check-in skips
+    claude = llm is not None and llm.enabled
+    if claude:  # Claude's path, its prompts and models: 13 ms of imports a rules-only check-in skips
         from rlagent.agents.llm.diagnostician import refine, revise_with_claude
 
     def diagnostician(state: CheckinState) -> dict:
-        if llm is None:
-            return diagnose(state, thresholds) if revising(state) else {**diagnose(state, thresholds), "llm": None}
+        if not claude:  # what refine and revise_with_claude give when Claude is off, without loading them
+            update = diagnose(state, thresholds)
+            if revising(state):
+                return update
+            return {**update, "llm": None} if llm is None else {**update, **llm.record(applied(state, update), None)}
         if revising(state):
             return revise_with_claude(state, revise(state.out.reviews[-1]), llm, thresholds)
         return refine(state, diagnose(state, thresholds), llm, thresholds)

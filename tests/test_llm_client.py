@@ -3,11 +3,15 @@ no retry on other 4xx, bounded time; the per-check-in budget; the mode and the d
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import socket
 import subprocess
 import sys
 import time
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -156,6 +160,28 @@ def test_importing_the_check_path_does_not_import_the_sdk():
     code = "import sys, rlagent.cli, rlagent.graph.runner; print('anthropic' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_a_check_with_claude_off_never_loads_claudes_diagnosis_path(tmp_path):
+    """No key: `rlagent check` records why Claude is off, as before, without importing the LLM
+    diagnostician, its prompts, models and evidence readers (13 ms of every such process)."""
+    run = tmp_path / "run"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "examples/runs/reverse-text-h", run)
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "rlagent", "check", str(run), "--offline", "--json", "--home", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode in (0, 1, 2), done.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "rlagent.graph.runner" in imported  # the check path was loaded, and the import log read
+    assert {m for m in imported if m.startswith("rlagent.agents.llm.")} == {"rlagent.agents.llm.runtime"}
+    llm = json.loads(done.stdout)["llm"]
+    assert (llm["status"], llm["reason"]) == ("off", "no ANTHROPIC_API_KEY")
+    assert "- LLM: off (no ANTHROPIC_API_KEY; rules only)" in (run / "STATUS.md").read_text()
 
 
 def test_the_network_guard_blocks_remote_hosts():
