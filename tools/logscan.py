@@ -26,7 +26,8 @@ NEEDLES: tuple[bytes, ...] = (*PROBLEM_NEEDLES, b"SUCCESS", b"finished", b"Resum
 INFERENCE_NEEDLES = PROBLEM_NEEDLES
 CHUNK = 2 << 20
 """Bytes read at a time: each is then passed over four times (needles, newlines, ASCII, NUL), which
-costs less while it is still in the cache (inference.log's CPU per GB 0.32 s at 8 MB, 0.28 at 1-4 MB)."""
+costs less while it is still in the cache (the 1 GB bench run's inference.log: 0.39 s of CPU at 8 MB,
+0.33 s at 1-4 MB)."""
 MAX_LINE = 64 << 10
 """Longer lines are cut before decoding (a 1 MB line must not cost a 1 MB regex)."""
 MAX_CONTINUATION_LINES = 40

@@ -64,7 +64,7 @@ _local = threading.local()
 
 
 _NUMPY_FROM = 16 << 10
-"""Ranges this long may be counted with numpy (a SIMD compare: 0.07 s per GB against 0.31 s for
+"""Ranges this long may be counted with numpy (a SIMD compare: 66 us a MB against 321 us for
 bytes.count; 2.5 us against 4.8 for 16 KB, about even at 4 KB)."""
 _NUMPY_AFTER = 256 << 20
 """...once this process has counted this much the plain way: importing numpy costs about 80 ms, what
