@@ -49,8 +49,8 @@ def kept_compiled(directory: str | None = None) -> jinja2.BytecodeCache | None:
     Its files are named by this module's source too, as compiled code depends on the environment
     this module makes (and the template's source and jinja2's version, which jinja2 checks).
     None when there is no such directory."""
-    key = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]
     try:
+        key = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]  # OSError from a zipped install
         return _KeptCompiled(directory, f"__rlagent_{key}_%s.cache")
     except (OSError, RuntimeError):  # RuntimeError: jinja2 found no safe directory
         return None
