@@ -759,6 +759,21 @@ def test_reward_constant_from_min_max_or_from_the_mean():
     assert "reward_constant" not in ids(run)
 
 
+def test_reward_constant_when_only_the_newest_rows_carry_min_and_max():
+    """Rows from before reward/min and /max were logged (an older prime-rl, a log read before
+    metrics.jsonl) end the run of equal ones; they used to raise a KeyError and fail the check-in."""
+    run = healthy(2)
+    for step in range(1, 186):
+        run.orch[step].pop("reward_min", None)
+        run.orch[step].pop("reward_max", None)
+    run.set("orchestrator", "reward", lambda s: 0.0, steps=range(180, 201))
+    run.set("orchestrator", "reward_min", lambda s: 0.0, steps=range(186, 201))
+    run.set("orchestrator", "reward_max", lambda s: 0.0, steps=range(186, 201))
+    found = run.findings()["reward_constant"]
+    assert (found.first_step, found.last_step) == (186, 200)
+    assert "15 steps" in found.summary and "reward min = max" in found.summary
+
+
 def test_zero_advantage_from_metric_and_from_warnings():
     run = healthy(0)
     run.set("orchestrator", "trainable", lambda s: 0.12, steps=range(193, 201))

@@ -13,7 +13,7 @@ from rlagent.agents.collector import _fresh_history
 from rlagent.agents.rules import RuleContext, run_rules
 from rlagent.graph.runner import Monitor
 from rlagent.models.observation import MetricHistory
-from rlagent.models.series_memo import SeriesMemo, derived_points
+from rlagent.models.series_memo import SeriesMemo, derived_points, window_means
 from rlagent.tools.layout import discover_run
 
 from runbuilder import HRun
@@ -70,6 +70,11 @@ def test_each_check_ins_series_are_those_of_its_whole_table(check_ins, asked):
         for edit in edits:
             apply(table, edit)
         series = memo.synced("trainer", table)
+        for metric in asked[i % 2 :]:  # some windows' means kept from earlier check-ins, some new
+            for window in (1, 3):
+                assert series.means(metric, window) == window_means(fresh(table, metric), window)
+        if i % 3 != 1:  # names counted through check-ins that did not ask for them, too
+            assert series.names() == {name for row in table.values() for name in row}
         for metric in [*asked[i % 2 :], *METRICS]:  # some series kept from earlier check-ins, some new
             assert series.finite(metric) == fresh(table, metric)
         assert same_points(
@@ -89,6 +94,25 @@ def test_a_warm_sync_keeps_the_points_of_unchanged_rows_and_builds_the_new_ones(
     assert after == fresh(table, "reward")
     assert after[0] is before[1] and after[497] is before[498]  # kept, not built again
     assert after[498] == (500, -1.0)
+
+
+def test_a_warm_sync_keeps_the_means_of_unchanged_windows_and_the_names_of_unchanged_rows():
+    memo = SeriesMemo()
+    table = {s: {"reward": s / 10, **({"early": 1.0} if s < 3 else {})} for s in range(1, 1001)}
+    series = memo.synced("orchestrator", table)
+    before, names = series.means("reward", 10), series.names()
+    assert names == {"reward", "early"}
+    table = dict(table)
+    for step in (1, 2):  # the window slides past the only rows with "early"
+        del table[step]
+    table[1001] = {"reward": 100.1, "late": 2.0}
+    table[500] = {"reward": -1.0}  # a row replaced: the ten windows holding it are built again
+    series = memo.synced("orchestrator", table)
+    after = series.means("reward", 10)
+    assert after == window_means(fresh(table, "reward"), 10)
+    assert after[0] is before[2] and after[487] is before[489]  # the windows that end before step 500
+    assert after[488][0] == before[490][0] == 500 and after[488][1] < before[490][1]
+    assert series.names() == {"reward", "late"}
 
 
 def test_rules_over_a_carried_history_find_what_they_find_over_the_same_history_read_back(tmp_path):

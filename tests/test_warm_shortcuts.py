@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from test_rules import healthy
 
 from rlagent.agents.rules.context import median, rolling_median, streak_vs_reference, trailing, trailing_medians
-from rlagent.agents.rules.progress import _levels
 from rlagent.agents.rules.stability import grad_norm_spike
 from rlagent.models.observation import MetricHistory
+from rlagent.models.series_memo import window_means
 from rlagent.tools.rollouts import head_and_count
 from rlagent.tools.safefs import read_up_to
 from rlagent.tools.statusfile import _MARKER, _has_line, written_versions
@@ -173,4 +173,6 @@ def test_reward_levels_are_the_fmean_of_each_full_window(series, window):
     points = [(s * 2 + 1, v) for s, v in enumerate(series)]
     values = [v for _, v in points]
     want = [(points[i][0], statistics.fmean(values[i - window + 1 : i + 1])) for i in range(window - 1, len(points))]
-    assert _levels(points, window) == want  # bit for bit: thresholds are compared exactly
+    assert window_means(points, window) == want  # bit for bit: thresholds are compared exactly
+    for first in range(len(points) + 1):  # the windows a memo has not built yet
+        assert window_means(points, window, first) == want[first:]

@@ -72,6 +72,19 @@ def trailing(points: Sequence[Point], holds: Callable[[float], bool]) -> list[Po
     return list(points[start:])
 
 
+def trailing_by(points: Sequence[Point], value_of: Callable[[int], float], holds: Callable[[float], bool]) -> list[Point]:
+    """`trailing` of (step, value_of(step)) at the points' steps, computed back from the newest point
+    only as far as the run goes (a healthy run stops at the first)."""
+    out: list[Point] = []
+    for step, _ in reversed(points):
+        value = value_of(step)
+        if not holds(value):
+            break
+        out.append((step, value))
+    out.reverse()
+    return out
+
+
 def trailing_medians(points: Sequence[Point], k: int, holds: Callable[[float], bool]) -> list[Point]:
     """`trailing` over the k-step rolling median (from the k-th point on): the run of (step, median
     of the k values up to it) at the end of the series for which `holds` is true. Computed back
@@ -101,7 +114,10 @@ def streak_vs_reference(
     # Prefix extremes bound every reference: the median of values before `start` is at most their
     # max (at least their min). Once the streak's own extreme is past `ratio` x that bound, no
     # earlier start can hold either (its extreme only grows, its bound only shrinks): stop there.
-    bounds = list(itertools.accumulate(values, max if below else min))
+    # A healthy series stops at its newest value, so the first bound is taken alone and all of
+    # them only when a second is needed.
+    prefix_extreme = max if below else min
+    bounds: list[float] = []
     best: tuple[int, float] | None = None
     extreme = values[-1] if values else math.nan
     for start in range(len(values) - 1, min_ref - 1, -1):
@@ -111,8 +127,14 @@ def streak_vs_reference(
         limit = ratio * ref
         if (extreme < limit) if below else (extreme > limit):
             best = (start, ref)
-        elif ratio >= 0 and ((extreme >= ratio * bounds[start - 1]) if below else (extreme <= ratio * bounds[start - 1])):
-            break
+        elif ratio >= 0:
+            if start == len(values) - 1:
+                bound = prefix_extreme(values[:start])
+            else:
+                bounds = bounds or list(itertools.accumulate(values, prefix_extreme))
+                bound = bounds[start - 1]
+            if (extreme >= ratio * bound) if below else (extreme <= ratio * bound):
+                break
     return (list(points[best[0] :]), best[1]) if best else None
 
 
@@ -209,7 +231,6 @@ class RuleContext:
     """Defaults to `observation.now` (offline: the time of the newest line)."""
 
     _tables: dict[str, TableSeries] = field(default_factory=dict, init=False, repr=False)
-    _names: dict[str, set[str]] = field(default_factory=dict, init=False, repr=False)
     _last: dict[str, int | None] = field(default_factory=dict, init=False, repr=False)
     _noise: dict[tuple[str, str], float] = field(default_factory=dict, init=False, repr=False)
 
@@ -269,12 +290,15 @@ class RuleContext:
             self._noise[key] = noise_sd([v for _, v in self.series(process, metric)])
         return self._noise[key]
 
+    def window_means(self, process: Process, metric: str, window: int) -> list[Point]:
+        """(last step, mean) of each full `window` of consecutive points of `series(process, metric)`
+        (kept between check-ins like it). Do not change the list."""
+        return self._table_series(process).means(metric, window)
+
     def metric_names(self, process: Process) -> set[str]:
-        """Every metric name in the process's table (once per check-in)."""
-        names = self._names.get(process)
-        if names is None:
-            names = self._names[process] = {name for row in self.history.table(process).values() for name in row}
-        return names
+        """Every metric name in the process's table (kept between check-ins like the series). Do not
+        change the set."""
+        return self._table_series(process).names()
 
     def early(self, process: Process, metric: str) -> float | None:
         """Median of the metric's first finite values (survives the sliding window); None if the

@@ -12,7 +12,6 @@ import statistics
 
 from rlagent.agents.rules.catalogue import finding
 from rlagent.agents.rules.context import (
-    Point,
     RuleContext,
     cite_events,
     fmt,
@@ -24,17 +23,11 @@ from rlagent.agents.rules.context import (
     streak_vs_reference,
     theil_sen_slope,
     trailing,
+    trailing_by,
     trailing_medians,
 )
 from rlagent.models.findings import Finding
 from rlagent.models.run import Severity
-
-
-def _levels(points: list[Point], window: int) -> list[Point]:
-    """(step, mean of the `window` values ending there), full windows only: fsum / n, which is what
-    statistics.fmean computes, without its per-call checks (1000 windows at every check-in)."""
-    values = [v for _, v in points]
-    return [(points[i][0], math.fsum(values[i - window + 1 : i + 1]) / window) for i in range(window - 1, len(points))]
 
 
 def reward_flat(ctx: RuleContext) -> Finding | None:
@@ -76,12 +69,12 @@ def reward_regression(ctx: RuleContext) -> Finding | None:
     must also exceed `noise_z` standard errors: the peak of a noisy series is partly noise."""
     t = ctx.thresholds
     w, k = t.reward_smooth_steps, t.reward_regression_steps
-    points = ctx.series("orchestrator", "reward")
-    levels = _levels(points, w)
+    levels = ctx.window_means("orchestrator", "reward", w)  # (step, mean of the w values ending there)
     if len(levels) <= k:
         return None
-    peak_step, peak = max(levels[:-k], key=lambda p: p[1])
     values = [v for _, v in levels]
+    peak = max(values[:-k])
+    peak_step = levels[values.index(peak)][0]  # the first step at the peak, as max() finds it
     scale = max(abs(peak), peak - min(values))
     if scale <= 0:
         return None
@@ -111,21 +104,25 @@ def reward_constant(ctx: RuleContext) -> Finding | None:
     t = ctx.thresholds
     k, eps = t.reward_constant_steps, t.reward_constant_eps
     table = ctx.history.orchestrator
-    rows = [(s, table[s]) for s, _ in ctx.series("orchestrator", "reward")]  # the steps with a finite reward
-    if len(rows) < k:
+    points = ctx.series("orchestrator", "reward")  # the steps with a finite reward
+    if len(points) < k:
         return None
-    if all("reward_min" in r and "reward_max" in r for _, r in rows[-k:]):
-        spreads = [(s, r["reward_max"] - r["reward_min"]) for s, r in rows]
-        streak = trailing(spreads, lambda v: v <= eps)
+    recent = [table[s] for s, _ in points[-k:]]
+    if all("reward_min" in r and "reward_max" in r for r in recent):
+        # a row without them (logged before they were) ends the run of equal ones
+        def spread(step: int) -> float:
+            return table[step].get("reward_max", math.nan) - table[step].get("reward_min", math.nan)
+
+        streak = trailing_by(points, spread, lambda v: v <= eps)
         how = "reward min = max"
-    elif all(math.isfinite(r.get("reward_std", math.nan)) for _, r in rows[-k:]):
+    elif all(math.isfinite(r.get("reward_std", math.nan)) for r in recent):
         # TRL `reward_std`, OpenRLHF `rollout/reward_std`: the batch's reward std is 0 only when
         # every rollout scores the same (findings.md: "reward std ~ 0")
-        streak = trailing([(s, r.get("reward_std", math.nan)) for s, r in rows], lambda v: v <= eps)
+        streak = trailing_by(points, lambda s: table[s].get("reward_std", math.nan), lambda v: v <= eps)
         how = "reward std 0"
     else:
-        last = rows[-1][1]["reward"]
-        streak = trailing([(s, r["reward"]) for s, r in rows], lambda v: abs(v - last) <= eps)
+        last = points[-1][1]
+        streak = trailing_by(points, lambda s: table[s]["reward"], lambda v: abs(v - last) <= eps)
         how = "reward mean unchanged"
     if len(streak) < k:
         return None
