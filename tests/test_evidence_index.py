@@ -106,8 +106,8 @@ def test_incremental_reads_give_what_a_whole_read_gives(tmp_path_factory, script
                 tmp.write_bytes(step_line(a, 0.1).encode())
                 os.replace(tmp, path)
             else:
-                with open(path, "ab") as f:
-                    f.write(b"not a step line\n\x00\xff junk\n")
+                with open(path, "ab") as f:  # a progress bar's carriage returns are inside their line
+                    f.write(b"not a step line\n\x00\xff junk\n 12%|#2  | 12/100\r 13%|#3  | 13/100\n")
             assert newest_step(path, "trainer") == whole_file_newest(path)
             for step in range(0, 48, 3):
                 assert metric_on_disk(run, Layout.H, "trainer", "entropy", step) == whole_file_metric(path, step)

@@ -102,9 +102,14 @@ def iter_complete_lines(
 ) -> Iterator[tuple[int, bytes]]:
     """(offset after the line, line) for complete lines in [start, end), read a chunk at a time.
 
+    A line ends at a newline only, as the log readers number lines (tools.logscan counts newlines)
+    and as iterating a file splits it: a carriage return (a progress bar's) stays in its line.
+    Found with `find` rather than `splitlines`, which also splits at a lone carriage return
+    (and is slower: 0.26 -> 0.16 s of CPU for 200 MB of metrics.jsonl rows).
+
     A line longer than `max_line` is not kept in memory: it comes out as an empty line. A chunk is
-    held about four times over (the read, carry + read, the cut, its lines): 2 MB keeps that near
-    8 MB, and costs no speed next to parsing the lines."""
+    held about twice over (the read, and the partial line before it joined to it): 2 MB keeps that
+    near 4 MB, and costs no speed next to parsing the lines."""
     with open_regular(path) as f:
         f.seek(start)
         pos, carry, skipping = start, b"", False
@@ -113,13 +118,15 @@ def iter_complete_lines(
             if not data:
                 return
             pos += len(data)
-            buf = carry + data
+            buf = carry + data if carry else data
             cut = buf.rfind(b"\n") + 1
             carry = buf[cut:]
             offset = pos - len(buf)
-            for line in buf[:cut].splitlines(keepends=True):
-                offset += len(line)
-                yield offset, b"" if skipping else line
+            at = 0
+            while at < cut:
+                stop = buf.find(b"\n", at, cut) + 1
+                yield offset + stop, b"" if skipping else buf[at:stop]
                 skipping = False
+                at = stop
             if len(carry) > max_line:
                 carry, skipping = b"", True
