@@ -7,6 +7,7 @@ vLLM, SLURM) are skipped offline. Bad input becomes notes; nothing here raises o
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
@@ -466,14 +467,17 @@ def merged_groups(groups: dict[str, WarningGroup]) -> list[WarningGroup]:
 
 def sample_stats(rollouts: list[Rollout]) -> dict[str, float]:
     """Over every sampled completion of the step: how many, how many degenerate (empty, one character
-    or token repeated), and the share of the most common completion (one answer for every prompt)."""
+    or token repeated), and the share of the most common completion (one answer for every prompt).
+    A rollout that failed before the model wrote anything (an environment's error, a timeout) has no
+    completion to judge: it is an error, counted by the rules of errors, not an empty answer."""
+    rollouts = [r for r in rollouts if not (r.error and not r.completion.strip())]
     if not rollouts:
         return {}
     texts = [r.completion.strip() for r in rollouts]
-    top = max(set(texts), key=texts.count)
-    common = texts.count(top)
-    rewards = [r.reward for r in rollouts if r.reward is not None and math.isfinite(r.reward)]
-    top_rewards = [r.reward for r in rollouts if r.completion.strip() == top and r.reward is not None and math.isfinite(r.reward)]
+    ((top, common),) = Counter(texts).most_common(1)  # the first written of equally common texts
+    scored = [(r.reward, t) for r, t in zip(rollouts, texts, strict=True) if r.reward is not None and math.isfinite(r.reward)]
+    rewards = [reward for reward, _ in scored]
+    top_rewards = [reward for reward, text in scored if text == top]
     stats = {
         "total": float(len(texts)),
         "degenerate": float(sum(degenerate(t) for t in texts)),

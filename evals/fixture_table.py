@@ -219,7 +219,8 @@ STEP_TIME_WANT = Want("step_time_regression", step_time_up, why="step time above
 OFF_POLICY_WANT = Want("off_policy_drops", drops_growing, why="`Cancelled N train episodes` / `Dropped N queued traces`, growing")
 
 # Consequences a failure really causes in the data (not false alarms): a collapse makes groups
-# identical (zero advantage), a NaN breaks the policy (rewards 0, outputs run to the cap).
+# identical (zero advantage), a NaN breaks the policy (rewards 0, outputs run to the cap, `!!!!` in
+# the saved samples: degenerate output, as findings.md's own example and the TRL NaN row have it).
 AFTER_COLLAPSE = ("zero_advantage",)
 # Completions that run to the cap also make generation and training slower (step time x2-3).
 AFTER_NAN = (
@@ -230,6 +231,7 @@ AFTER_NAN = (
     "eval_regression",
     "entropy_collapse",
     "step_time_regression",
+    "degenerate_output",
 )
 AFTER_TRUNCATION = ("length_explosion", "reward_regression", "eval_regression", "step_time_regression")
 BIG_BATCH = {"batch_size": 64, "rollout_steps_kept": 0}

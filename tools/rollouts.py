@@ -30,7 +30,8 @@ MAX_COMPLETION = 600
 MAX_BYTES = 8 << 20
 """Read at most this much of a rollouts file: enough samples, bounded cost."""
 MAX_SAMPLED_LINES = 64
-"""Telling samples are picked among the first this-many rollouts of the step."""
+"""Telling samples are picked, and the sample statistics taken, among the rollouts of the first
+this-many lines of the step's file."""
 
 
 def newest_rollouts_file(run_dir: Path, layout: Layout, notes: list[str] | None = None) -> tuple[int, Path] | None:
@@ -207,6 +208,15 @@ def sample_rollouts(
 ) -> tuple[int | None, int, list[Rollout], list[str]]:
     """(step, rollouts in that step's file (lines), telling samples, notes) of the newest rollouts
     file (`found`, else looked up)."""
+    step, count, sampled, notes = read_samples(run_dir, layout, found)
+    return step, count, pick_telling(sampled), notes
+
+
+def read_samples(
+    run_dir: Path, layout: Layout, found: tuple[int, Path] | None = None
+) -> tuple[int | None, int, list[Rollout], list[str]]:
+    """(step, rollouts in that step's file (lines), the rollouts of its first MAX_SAMPLED_LINES
+    lines, notes) of the newest rollouts file (`found`, else looked up)."""
     notes: list[str] = []
     found = found or newest_rollouts_file(run_dir, layout, notes)
     if found is None:
@@ -231,7 +241,7 @@ def sample_rollouts(
             bad += 1  # malformed, or not of the schema (a field of the wrong type)
     if bad:
         notes.append(f"{rel}: skipped {bad} malformed line(s) among the first {MAX_SAMPLED_LINES}")
-    return step, count, pick_telling(rollouts), notes
+    return step, count, rollouts, notes
 
 
 def head_and_count(data: bytes, n: int, *, cut: bool) -> tuple[list[bytes], int]:

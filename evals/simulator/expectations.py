@@ -57,6 +57,7 @@ EXPECTATIONS: dict[str, Expectation] = {
             "reward_flat",
             "length_collapse",
             "step_time_regression",  # a broken policy writes to the length cap: longer steps
+            "degenerate_output",  # ... and `!!!!` (simulator/rollouts.py), findings.md's example
         ),
     ),
     "crash-oom": Expectation(("run_crashed", "cuda_oom"), _CRASH, ends_run=True),

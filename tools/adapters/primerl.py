@@ -24,7 +24,7 @@ from rlagent.tools.logread import LogRead, read_log
 from rlagent.tools.logscan import newest_time_of_day
 from rlagent.tools.metrics_jsonl import REL as METRICS_REL
 from rlagent.tools.metrics_jsonl import MetricsRead, read_metrics
-from rlagent.tools.rollouts import l_step_fractions, newest_rollouts_file, sample_key, sample_rollouts
+from rlagent.tools.rollouts import l_step_fractions, newest_rollouts_file, pick_telling, read_samples, sample_key
 from rlagent.tools.rotation import read_rest
 from rlagent.tools.steplines import parse_step_line
 
@@ -108,9 +108,9 @@ class PrimeRLAdapter:
         key = sample_key(run_dir, layout, found)
         if key is not None and key == known_key:
             return None
-        step, count, rollouts, more = sample_rollouts(run_dir, layout, found)
+        step, count, sampled, more = read_samples(run_dir, layout, found)
         notes += more
-        return Samples(key=key, step=step, count=count, rollouts=rollouts, notes=notes)
+        return Samples(key=key, step=step, count=count, rollouts=pick_telling(sampled), notes=notes, all=sampled)
 
     def checkpoints(self, run_dir: Path, layout: Layout = Layout.H, notes: list[str] | None = None) -> dict[int, list[str]]:
         return checkpoint_parts(run_dir, layout, notes=notes)
