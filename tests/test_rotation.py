@@ -23,7 +23,7 @@ from rlagent.models.observation import FileCursor
 from rlagent.tools.adapters import discover
 from rlagent.tools.evidence import line_at
 from rlagent.tools.loglines import RANK_PREFIX
-from rlagent.tools.rotation import rotated_away
+from rlagent.tools.rotation import later_generations, rotated_away
 from rlagent.tools.tail import head_hash
 from rlagent.tools.untrusted import strip_controls
 
@@ -89,11 +89,8 @@ def _write(path: Path, lines: list[bytes], mtime: float) -> None:
     os.utime(path, (mtime, mtime))
 
 
-@pytest.mark.parametrize("how", ["renamed", "copied and truncated"])
-@pytest.mark.parametrize("case", CASES)
-def test_a_log_rotated_between_check_ins_loses_nothing(case, how, tmp_path):
-    expected = _whole(case, tmp_path, 10)
-    run = _copy(case, tmp_path / "pieces")
+def _in_pieces(case: str, run: Path) -> dict[str, tuple[list[bytes], float]]:
+    """Cut each rotated log to its first 4 tenths; its lines and mtime, to write on with."""
     parts = {}
     for rel in CASES[case]:
         path = run / rel
@@ -102,29 +99,38 @@ def test_a_log_rotated_between_check_ins_loses_nothing(case, how, tmp_path):
         parts[rel] = (lines, mtime)
         path.unlink()
         _write(path, lines[: len(lines) * 2 // 5], mtime)
+    return parts
+
+
+def _rotate_after(run: Path, parts: dict, how: str, start: int, end: int, rest: int) -> None:
+    """Append the lines from `start` to `end` tenths to each log, rotate it, then write on to `rest`."""
+    for rel, (lines, mtime) in parts.items():
+        path, at = run / rel, [len(lines) * x // 10 for x in (start, end, rest)]
+        _write(path, lines[at[0] : at[1]], mtime)  # written after the check-in, then rotated
+        older = sorted(path.parent.glob(f"{path.name}.*"), key=lambda p: -int(p.suffix[1:]))
+        for generation in older:  # logrotate: the oldest moves first (`.2` to `.3`, then `.1` to `.2`)
+            generation.rename(path.with_name(f"{path.name}.{int(generation.suffix[1:]) + 1}"))
+        if how == "renamed":
+            path.rename(path.with_name(path.name + ".1"))
+        else:
+            shutil.copy2(path, path.with_name(path.name + ".1"))
+            os.truncate(path, 0)
+        _write(path, lines[at[1] : at[2]], mtime)
+
+
+@pytest.mark.parametrize("how", ["renamed", "copied and truncated"])
+@pytest.mark.parametrize("case", CASES)
+def test_a_log_rotated_between_check_ins_loses_nothing(case, how, tmp_path):
+    expected = _whole(case, tmp_path, 10)
+    run = _copy(case, tmp_path / "pieces")
+    parts = _in_pieces(case, run)
     monitor = Monitor(discover(run), home=tmp_path / "home-pieces", offline=True)
-
-    def rotate_after(start: float, end: float, rest: float) -> None:
-        """Append the lines from `start` to `end` (fractions) to each log, rotate it, then write on to `rest`."""
-        for rel, (lines, mtime) in parts.items():
-            path, at = run / rel, [len(lines) * x // 10 for x in (start, end, rest)]
-            _write(path, lines[at[0] : at[1]], mtime)  # written after the check-in, then rotated
-            older = sorted(path.parent.glob(f"{path.name}.*"), reverse=True)
-            for generation in older:  # logrotate: `.1` to `.2` first
-                generation.rename(path.with_name(f"{path.name}.{int(generation.suffix[1:]) + 1}"))
-            if how == "renamed":
-                path.rename(path.with_name(path.name + ".1"))
-            else:
-                shutil.copy2(path, path.with_name(path.name + ".1"))
-                os.truncate(path, 0)
-            _write(path, lines[at[1] : at[2]], mtime)
-
     try:
         monitor.check_in()
-        rotate_after(4, 6, 8)
+        _rotate_after(run, parts, how, 4, 6, 8)
         after = monitor.check_in()
         _cited_where_they_are(run, after)
-        rotate_after(8, 9, 10)  # a second rotation: the first rest is in `.2` now
+        _rotate_after(run, parts, how, 8, 9, 10)  # a second rotation: the first rest is in `.2` now
         again = monitor.check_in()
         idle = monitor.check_in()
     finally:
@@ -136,6 +142,32 @@ def test_a_log_rotated_between_check_ins_loses_nothing(case, how, tmp_path):
     for rel in CASES[case]:
         assert f"{rel} was {verb} to {rel}.1 since the last check-in; its rest read there, the new {rel} from its start" in notes
     assert idle.out.observation.bytes_read == 0 and _known(idle) == expected  # the new file is not read twice
+
+
+@pytest.mark.parametrize("how", ["renamed", "copied and truncated"])
+@pytest.mark.parametrize("case", CASES)
+def test_a_log_rotated_twice_between_check_ins_loses_nothing(case, how, tmp_path):
+    """The file read is `.2` at the next check-in; `.1`, rotated out in between, was never read:
+    it is read whole after the rest of `.2`, before the new file."""
+    run = _copy(case, tmp_path / "pieces")
+    parts = _in_pieces(case, run)
+    monitor = Monitor(discover(run), home=tmp_path / "home-pieces", offline=True)
+    try:
+        monitor.check_in()
+        _rotate_after(run, parts, how, 4, 5, 6)
+        _rotate_after(run, parts, how, 6, 7, 8)
+        after = monitor.check_in()
+        idle = monitor.check_in()
+    finally:
+        monitor.close()
+
+    assert _known(after) == _whole(case, tmp_path, 8)
+    _cited_where_they_are(run, after)
+    verb = "rotated" if how == "renamed" else "copied"
+    for rel in CASES[case]:
+        note = f"{rel} was {verb} to {rel}.2 since the last check-in; its rest read there, then {rel}.1 (rotated out since) whole"
+        assert f"{note}, the new {rel} from its start" in after.out.observation.notes
+    assert idle.out.observation.bytes_read == 0 and _known(idle) == _known(after)
 
 
 def _cursor_of(path: Path) -> FileCursor:
@@ -186,3 +218,22 @@ def test_a_copy_made_before_the_log_was_cut_is_found_by_its_first_bytes(tmp_path
     copy = (tmp_path / "train.log.1").stat()
     assert _where(found) == (tmp_path / "train.log.1", "train.log.1")
     assert (found[2].inode, found[2].offset, found[2].head) == (copy.st_ino, cursor.offset, cursor.head)
+
+
+def test_the_generations_rotated_out_after_the_file_read_are_found_by_name(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text("now\n")
+    for suffix in (".1", ".2", ".3", ".9", ".10", ".11", ".12", ".2.gz", ".bak", "-20261127"):
+        (tmp_path / f"train.log{suffix}").write_text(suffix + "\n")
+    (tmp_path / "train.log.4").symlink_to(log)  # a link is not a generation
+
+    def names(moved: str) -> list[str]:
+        return [rel for _, rel in later_generations(log, "logs/train.log", tmp_path / moved)]
+
+    # numbered: newer the lower, by value (not as text); a compressed or other-named file is none
+    assert names("train.log.12") == [f"logs/train.log.{n}" for n in (11, 10, 9, 3, 2, 1)]
+    assert names("train.log.1") == []  # one rotation: the common case
+    for day in ("20261128", "20261130", "2026113"):
+        (tmp_path / f"train.log-{day}").write_text(day + "\n")
+    # dated: newer the later, among names of the same shape
+    assert names("train.log-20261127") == ["logs/train.log-20261128", "logs/train.log-20261130"]

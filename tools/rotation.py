@@ -7,12 +7,14 @@ name; logrotate's `copytruncate` (for a process that keeps its file open, `pytho
 train.log`) copies the log and cuts it to nothing. Either way the file a cursor read lives on beside
 the log: its unread rest is read from the cursor there, and the log is read from its start as its
 continuation (its line numbers from 1, the step and the date carried on), not as a rewrite of what
-was read before.
+was read before. Rotated twice or more between two check-ins, the generations made since (`.1` when
+the file read is `.2` now) are read whole in between, oldest first.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Callable
 from pathlib import Path
@@ -84,6 +86,53 @@ def rotated_away(path: Path, rel: str, cursor: FileCursor | None) -> tuple[Path,
     return moved, str(Path(rel).parent / name), moved_cursor
 
 
+def later_generations(path: Path, rel: str, moved: Path) -> list[tuple[Path, str]]:
+    """The generations rotated out after `moved` (the file the cursor read, found under a rotated
+    name), oldest first, with their run-relative names: `log.1` when it is `log.2` now (a numbered
+    name is older the higher its number: logrotate, RotatingFileHandler), `log-20261128` when it is
+    `log-20261127` (a dated name sorts by its date). Named like `moved` (the same separator; for a
+    date, digits where it has digits), regular files, neither `moved` nor the log at `path`; none
+    when nothing was rotated out since, the common case (one rotation between two check-ins)."""
+    stem, name = path.name, moved.name
+    separator, suffix = name[len(stem)], name[len(stem) + 1 :]
+    numbered = _NUMBER.fullmatch(suffix) is not None
+    shape = _DIGITS.sub("0", suffix)
+    try:
+        names = os.listdir(path.parent)
+        skip = {_identity(moved), _identity(path) if os.path.lexists(path) else None}
+    except OSError:
+        return []
+    found: list[tuple[int | str, Path, str]] = []
+    for other in names:
+        other_suffix = other[len(stem) + 1 :]
+        if not other.startswith(stem + separator):
+            continue
+        if numbered:
+            newer = _NUMBER.fullmatch(other_suffix) is not None and int(other_suffix) < int(suffix)
+        else:
+            newer = _DIGITS.sub("0", other_suffix) == shape and other_suffix > suffix
+        if not newer:
+            continue
+        generation = path.parent / other
+        try:
+            st = os.lstat(generation)  # a link is not a generation
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) not in skip:
+            found.append((-int(other_suffix) if numbered else other_suffix, generation, str(Path(rel).parent / other)))
+    return [(generation, generation_rel) for _, generation, generation_rel in sorted(found)]
+
+
+_DIGITS = re.compile(r"[0-9]")
+_NUMBER = re.compile(r"[0-9]{1,5}")
+"""A generation's number (`.1`, `.12`); six digits and more are a date (logrotate's `-%Y%m%d`)."""
+
+
+def _identity(path: Path) -> tuple[int, int]:
+    st = os.lstat(path)
+    return st.st_dev, st.st_ino
+
+
 def continuation(before: FileCursor, path: Path, rel: str) -> FileCursor | None:
     """A cursor that reads the file now at `path` from its start as what comes after the file
     `before` read: its step and the time of its last line carried on. None if there is no file."""
@@ -94,33 +143,43 @@ def continuation(before: FileCursor, path: Path, rel: str) -> FileCursor | None:
     return FileCursor(path=rel, dev=st.st_dev, inode=st.st_ino, last_time=before.last_time, step=before.step)
 
 
-def read_rest(read: Reader[R], path: Path, rel: str, cursor: FileCursor | None) -> tuple[R, FileCursor | None, str] | None:
-    """When the file `cursor` read was rotated away: the read of its rest under its new name, the
-    cursor to read the new file at `path` with (None while there is none) and the note that says
-    so. None when it was not rotated."""
+def read_rest(read: Reader[R], path: Path, rel: str, cursor: FileCursor | None) -> tuple[list[R], FileCursor | None, str] | None:
+    """When the file `cursor` read was rotated away: the read of its rest under its new name and of
+    each generation rotated out after it (read whole, in order), the cursor to read the new file at
+    `path` with (None while there is none) and the note that says so. None when it was not rotated."""
     moved = rotated_away(path, rel, cursor)
     if moved is None:
         return None
     old_path, old_rel, old_cursor = moved
     rest = read(old_path, old_rel, old_cursor)
-    rest.moved_from = rel
+    rest.moved_from = rel  # what was read of the log before is in this file now, at the same lines
+    reads = [rest]
     after = rest.cursor if rest.cursor is not None else old_cursor
+    between = later_generations(path, rel, old_path)
+    for generation, generation_rel in between:
+        start = continuation(after, generation, generation_rel)
+        if start is None:
+            continue
+        reads.append(read(generation, generation_rel, start))
+        after = reads[-1].cursor if reads[-1].cursor is not None else start
     new_cursor = continuation(after, path, rel)
+    also = f", then {', '.join(name for _, name in between)} (rotated out since) whole" if between else ""
     then = f", the new {rel} from its start" if new_cursor is not None else ""
     how = "rotated to" if old_cursor is cursor else "copied to"
-    return rest, new_cursor, f"{rel} was {how} {old_rel} since the last check-in; its rest read there{then}"
+    return reads, new_cursor, f"{rel} was {how} {old_rel} since the last check-in; its rest read there{also}{then}"
 
 
 def read_across_rotation(read: Reader[R], path: Path, rel: str, cursor: FileCursor | None) -> list[R]:
     """`read(path, rel, cursor)`, or, when the file the cursor read was rotated away, the read of its
-    rest under its new name and then of the new file as its continuation."""
+    rest under its new name, of the generations rotated out after it, and then of the new file as
+    their continuation."""
     rotated = read_rest(read, path, rel, cursor)
     if rotated is None:
         return [read(path, rel, cursor)]
-    rest, new_cursor, note = rotated
+    reads, new_cursor, note = rotated
     if new_cursor is None:
-        rest.notes.append(note)
-        return [rest]
+        reads[-1].notes.append(note)
+        return reads
     new = read(path, rel, new_cursor)
     new.notes.insert(0, note)
-    return [rest, new]
+    return [*reads, new]

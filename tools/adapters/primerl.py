@@ -66,8 +66,8 @@ class PrimeRLAdapter:
         for rel in rels:  # a rotated log's rest (what came since the last check-in), then the new file as its sequel
             rotated = read_rest(read, run_dir / rel, rel, cursors.get(rel))
             if rotated is not None:
-                rest, cursors[rel], note = rotated
-                out.files.append(_from_log(rest, rounded=layout is Layout.H))
+                parts, cursors[rel], note = rotated
+                out.files += [_from_log(part, rounded=layout is Layout.H) for part in parts]
                 out.notes.append(note)
         first = [rel for rel in rels if cursors.get(rel) is None]  # read from the start for the first time
         anchor = _shared_anchor(run_dir, first, tz)
