@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections import Counter
+from datetime import UTC
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,8 @@ from rlagent.models.observation import FileCursor
 from rlagent.tools.adapters import discover
 from rlagent.tools.evidence import line_at
 from rlagent.tools.loglines import RANK_PREFIX
-from rlagent.tools.rotation import later_generations, rotated_away
+from rlagent.tools.logread import read_log
+from rlagent.tools.rotation import MAX_GENERATIONS, later_generations, older_generations, read_older, rotated_away
 from rlagent.tools.tail import head_hash
 from rlagent.tools.untrusted import strip_controls
 
@@ -170,6 +172,53 @@ def test_a_log_rotated_twice_between_check_ins_loses_nothing(case, how, tmp_path
     assert idle.out.observation.bytes_read == 0 and _known(idle) == _known(after)
 
 
+@pytest.mark.parametrize("naming", ["numbered", "dated"])
+@pytest.mark.parametrize("case", CASES)
+def test_a_first_check_in_reads_a_log_s_rotated_generations_before_it(case, naming, tmp_path):
+    """Attached to a run whose logs were rotated twice, a check-in knows what one that read the log
+    whole knows: the generations are read oldest first, the log as their sequel."""
+    expected = _whole(case, tmp_path, 10)
+    run = _copy(case, tmp_path / "rotated")
+    for rel in CASES[case]:
+        path = run / rel
+        lines, mtime = path.read_bytes().splitlines(keepends=True), path.stat().st_mtime
+        path.unlink()
+        older = ("2", "1") if naming == "numbered" else ("20261126", "20261127")
+        separator = "." if naming == "numbered" else "-"
+        at = [len(lines) * x // 10 for x in (0, 3, 6, 10)]
+        for suffix, start, end in zip(older, at, at[1:], strict=False):
+            _write(path.with_name(f"{path.name}{separator}{suffix}"), lines[start:end], mtime)
+        _write(path, lines[at[2] :], mtime)
+    monitor = Monitor(discover(run), home=tmp_path / "home-rotated", offline=True)
+    try:
+        first, idle = monitor.check_in(), monitor.check_in()
+    finally:
+        monitor.close()
+
+    assert _known(first) == expected
+    _cited_where_they_are(run, first)
+    for rel in CASES[case]:
+        names = ", ".join(f"{rel}{separator}{suffix}" for suffix in older)
+        assert (
+            f"{rel}: first read from its rotated generations on, oldest first ({names}), then itself"
+            in first.out.observation.notes
+        )
+    assert idle.out.observation.bytes_read == 0 and _known(idle) == expected
+
+
+def test_a_run_whose_trainer_log_was_rotated_mid_collapse_is_judged_from_its_first_step(tmp_path):
+    """SIMULATED fixture 35: logs/trainer.log rotated to trainer.log.1 after step 28, entropy
+    collapsing from step 22. Read for the first time at its end, the early entropy is in `.1`."""
+    run = _copy("35_entropy-collapse-l-rotated-junk", tmp_path / "run")
+    monitor = Monitor(discover(run), home=tmp_path / "home", offline=True)
+    try:
+        state = monitor.check_in()
+    finally:
+        monitor.close()
+    assert min(state.memory.history.trainer) == 1
+    assert "entropy_collapse" in {f.id for f in state.out.findings}
+
+
 def _cursor_of(path: Path) -> FileCursor:
     st = path.stat()
     size = st.st_size
@@ -228,7 +277,7 @@ def test_the_generations_rotated_out_after_the_file_read_are_found_by_name(tmp_p
     (tmp_path / "train.log.4").symlink_to(log)  # a link is not a generation
 
     def names(moved: str) -> list[str]:
-        return [rel for _, rel in later_generations(log, "logs/train.log", tmp_path / moved)]
+        return [g.rel for g in later_generations(log, "logs/train.log", tmp_path / moved)]
 
     # numbered: newer the lower, by value (not as text); a compressed or other-named file is none
     assert names("train.log.12") == [f"logs/train.log.{n}" for n in (11, 10, 9, 3, 2, 1)]
@@ -237,3 +286,18 @@ def test_the_generations_rotated_out_after_the_file_read_are_found_by_name(tmp_p
         (tmp_path / f"train.log-{day}").write_text(day + "\n")
     # dated: newer the later, among names of the same shape
     assert names("train.log-20261127") == ["logs/train.log-20261128", "logs/train.log-20261130"]
+
+
+def test_a_first_read_goes_back_through_the_newest_generations_only(tmp_path):
+    log = tmp_path / "train.log"
+    for n in range(MAX_GENERATIONS + 3, 0, -1):  # .11 is the oldest
+        (tmp_path / f"train.log.{n}").write_text(f"generation {n}\n")
+    log.write_text("now\n")
+    (tmp_path / "train.log-20261127").write_text("a stray dated copy\n")  # fewer: not the naming read
+    assert [g.rel for g in older_generations(log, "train.log")] == [f"train.log.{n}" for n in range(MAX_GENERATIONS + 3, 0, -1)]
+
+    reads, cursor, note = read_older(lambda path, rel, cursor: read_log(path, rel, cursor, UTC), log, "train.log")
+    assert [r.rel for r in reads] == [f"train.log.{n}" for n in range(MAX_GENERATIONS, 0, -1)]
+    assert [r.fresh for r in reads] == [True] + [False] * (MAX_GENERATIONS - 1)  # each the sequel of the one before
+    assert cursor is not None and cursor.inode == log.stat().st_ino and cursor.offset == 0
+    assert note.endswith("then itself; the 3 older not read")

@@ -17,6 +17,7 @@ import os
 import re
 import stat
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
 
@@ -86,46 +87,74 @@ def rotated_away(path: Path, rel: str, cursor: FileCursor | None) -> tuple[Path,
     return moved, str(Path(rel).parent / name), moved_cursor
 
 
-def later_generations(path: Path, rel: str, moved: Path) -> list[tuple[Path, str]]:
-    """The generations rotated out after `moved` (the file the cursor read, found under a rotated
-    name), oldest first, with their run-relative names: `log.1` when it is `log.2` now (a numbered
-    name is older the higher its number: logrotate, RotatingFileHandler), `log-20261128` when it is
-    `log-20261127` (a dated name sorts by its date). Named like `moved` (the same separator; for a
-    date, digits where it has digits), regular files, neither `moved` nor the log at `path`; none
-    when nothing was rotated out since, the common case (one rotation between two check-ins)."""
-    stem, name = path.name, moved.name
-    separator, suffix = name[len(stem)], name[len(stem) + 1 :]
-    numbered = _NUMBER.fullmatch(suffix) is not None
-    shape = _DIGITS.sub("0", suffix)
-    try:
-        names = os.listdir(path.parent)
-        skip = {_identity(moved), _identity(path) if os.path.lexists(path) else None}
-    except OSError:
-        return []
-    found: list[tuple[int | str, Path, str]] = []
-    for other in names:
-        other_suffix = other[len(stem) + 1 :]
-        if not other.startswith(stem + separator):
-            continue
-        if numbered:
-            newer = _NUMBER.fullmatch(other_suffix) is not None and int(other_suffix) < int(suffix)
-        else:
-            newer = _DIGITS.sub("0", other_suffix) == shape and other_suffix > suffix
-        if not newer:
-            continue
-        generation = path.parent / other
-        try:
-            st = os.lstat(generation)  # a link is not a generation
-        except OSError:
-            continue
-        if stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) not in skip:
-            found.append((-int(other_suffix) if numbered else other_suffix, generation, str(Path(rel).parent / other)))
-    return [(generation, generation_rel) for _, generation, generation_rel in sorted(found)]
-
-
-_DIGITS = re.compile(r"[0-9]")
+MAX_GENERATIONS = 8
+"""Rotated generations a first read goes back through, the newest (logrotate keeps 4 to 7 by custom)."""
 _NUMBER = re.compile(r"[0-9]{1,5}")
 """A generation's number (`.1`, `.12`); six digits and more are a date (logrotate's `-%Y%m%d`)."""
+_DATE = re.compile(r"[0-9][0-9._-]{4,}[0-9]")
+_DIGITS = re.compile(r"[0-9]")
+
+
+@dataclass(frozen=True)
+class Generation:
+    path: Path
+    rel: str
+    naming: tuple[str, str]
+    """(separator, `#` for a number or the date's shape): generations of one naming follow each other."""
+    age: int | str
+    """Sorts a naming's generations oldest first: minus the number (`.1` is the newest), or the date."""
+
+
+def generations(path: Path, rel: str) -> list[Generation]:
+    """The rotated generations beside the log at `path`, oldest first within each naming: regular
+    files (not links) named after it, a separator and then a number or a date (`log.1`,
+    `log-20261127`, `log.2026-11-27`; not `log.2.gz`, not `log.bak`), other than the log itself."""
+    stem = path.name
+    try:
+        names = os.listdir(path.parent)
+        current = _identity(path) if os.path.lexists(path) else None
+    except OSError:
+        return []
+    found: list[Generation] = []
+    for name in names:
+        if len(name) <= len(stem) + 1 or not name.startswith(stem) or name[len(stem)] not in _SEPARATORS:
+            continue
+        separator, suffix = name[len(stem)], name[len(stem) + 1 :]
+        if _NUMBER.fullmatch(suffix):
+            naming, age = (separator, "#"), -int(suffix)
+        elif _DATE.fullmatch(suffix) and len(_DIGITS.findall(suffix)) >= 6:
+            naming, age = (separator, _DIGITS.sub("0", suffix)), suffix
+        else:
+            continue
+        try:
+            st = os.lstat(path.parent / name)  # a link is not a generation
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) != current:
+            found.append(Generation(path.parent / name, str(Path(rel).parent / name), naming, age))
+    return sorted(found, key=lambda g: (g.naming, g.age))
+
+
+def later_generations(path: Path, rel: str, moved: Path) -> list[Generation]:
+    """The generations rotated out after `moved` (the file the cursor read, found under a rotated
+    name), oldest first: `log.1` when it is `log.2` now, `log-20261128` when it is `log-20261127`.
+    None when nothing was rotated out since, the common case (one rotation between two check-ins)."""
+    found = generations(path, rel)
+    this = next((g for g in found if g.path == moved), None)
+    if this is None:
+        return []
+    return [g for g in found if g.naming == this.naming and g.age > this.age]  # type: ignore[operator]
+
+
+def older_generations(path: Path, rel: str) -> list[Generation]:
+    """A log's rotated generations, oldest first, of the naming that has the most (a number, when
+    as many are dated)."""
+    by_naming: dict[tuple[str, str], list[Generation]] = {}
+    for generation in generations(path, rel):
+        by_naming.setdefault(generation.naming, []).append(generation)
+    if not by_naming:
+        return []
+    return max(by_naming.values(), key=lambda gs: (len(gs), gs[0].naming[1] == "#"))
 
 
 def _identity(path: Path) -> tuple[int, int]:
@@ -156,24 +185,54 @@ def read_rest(read: Reader[R], path: Path, rel: str, cursor: FileCursor | None) 
     reads = [rest]
     after = rest.cursor if rest.cursor is not None else old_cursor
     between = later_generations(path, rel, old_path)
-    for generation, generation_rel in between:
-        start = continuation(after, generation, generation_rel)
+    for generation in between:
+        start = continuation(after, generation.path, generation.rel)
         if start is None:
             continue
-        reads.append(read(generation, generation_rel, start))
+        reads.append(read(generation.path, generation.rel, start))
         after = reads[-1].cursor if reads[-1].cursor is not None else start
     new_cursor = continuation(after, path, rel)
-    also = f", then {', '.join(name for _, name in between)} (rotated out since) whole" if between else ""
+    also = f", then {', '.join(g.rel for g in between)} (rotated out since) whole" if between else ""
     then = f", the new {rel} from its start" if new_cursor is not None else ""
     how = "rotated to" if old_cursor is cursor else "copied to"
     return reads, new_cursor, f"{rel} was {how} {old_rel} since the last check-in; its rest read there{also}{then}"
 
 
+def read_older(read: Reader[R], path: Path, rel: str) -> tuple[list[R], FileCursor | None, str] | None:
+    """A log read for the first time: the reads of its newest MAX_GENERATIONS rotated generations,
+    oldest first, each the sequel of the one before, the cursor to read the log at `path` with as
+    their sequel, and the note that says so. None when it has none: attached to a run whose logs
+    were rotated, a check-in knows its steps from the oldest generation kept, not from the last
+    rotation on."""
+    every = older_generations(path, rel)
+    if not every:
+        return None
+    older = every[-MAX_GENERATIONS:]
+    reads: list[R] = []
+    after: FileCursor | None = None
+    for generation in older:
+        start = continuation(after, generation.path, generation.rel) if after is not None else None
+        reads.append(read(generation.path, generation.rel, start))
+        after = reads[-1].cursor if reads[-1].cursor is not None else start
+    new_cursor = continuation(after, path, rel) if after is not None else None
+    names = ", ".join(g.rel for g in older)
+    left = f"; the {len(every) - len(older)} older not read" if len(every) > len(older) else ""
+    return reads, new_cursor, f"{rel}: first read from its rotated generations on, oldest first ({names}), then itself{left}"
+
+
+def read_before(
+    read: Reader[R], path: Path, rel: str, cursor: FileCursor | None
+) -> tuple[list[R], FileCursor | None, str] | None:
+    """What of the log is in other files, read (read_rest since the last check-in; read_older at
+    the first), with the cursor to read the log at `path` with next and the note; None: nothing."""
+    return read_older(read, path, rel) if cursor is None else read_rest(read, path, rel, cursor)
+
+
 def read_across_rotation(read: Reader[R], path: Path, rel: str, cursor: FileCursor | None) -> list[R]:
     """`read(path, rel, cursor)`, or, when the file the cursor read was rotated away, the read of its
     rest under its new name, of the generations rotated out after it, and then of the new file as
-    their continuation."""
-    rotated = read_rest(read, path, rel, cursor)
+    their continuation; at a first read, the log's rotated generations before it (read_older)."""
+    rotated = read_before(read, path, rel, cursor)
     if rotated is None:
         return [read(path, rel, cursor)]
     reads, new_cursor, note = rotated

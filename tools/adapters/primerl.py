@@ -25,7 +25,7 @@ from rlagent.tools.logscan import newest_time_of_day
 from rlagent.tools.metrics_jsonl import REL as METRICS_REL
 from rlagent.tools.metrics_jsonl import MetricsRead, read_metrics
 from rlagent.tools.rollouts import l_step_fractions, newest_rollouts_file, pick_telling, read_samples, sample_key
-from rlagent.tools.rotation import read_rest
+from rlagent.tools.rotation import read_before
 from rlagent.tools.steplines import parse_step_line
 
 
@@ -63,8 +63,8 @@ class PrimeRLAdapter:
             return read_log(path, name, cursor, tz, keep_per_kind=keep_per_kind)
 
         cursors = dict(cursors)
-        for rel in rels:  # a rotated log's rest (what came since the last check-in), then the new file as its sequel
-            rotated = read_rest(read, run_dir / rel, rel, cursors.get(rel))
+        for rel in rels:  # a rotated log's rest (or, at a first read, its older generations), then the log as their sequel
+            rotated = read_before(read, run_dir / rel, rel, cursors.get(rel))
             if rotated is not None:
                 parts, cursors[rel], note = rotated
                 out.files += [_from_log(part, rounded=layout is Layout.H) for part in parts]
