@@ -36,6 +36,7 @@ from rlagent.tools.clock import Clock, SystemClock
 from rlagent.tools.configs import read_run_config
 from rlagent.tools.metrics_jsonl import REL as METRICS_REL
 from rlagent.tools.processes import ProcessProbe, SystemProcesses
+from rlagent.tools.rotation import shifted_generations
 from rlagent.tools.slurm_probe import ClusterProbe, SystemCluster
 from rlagent.tools.steprows import EARLY_VALUES as KEEP_EARLY
 from rlagent.tools.steprows import KEEP_STEPS
@@ -209,6 +210,8 @@ def _merge_file(reading: _Reading, read: FileRead) -> None:
     """One source's new rows, evals, events and warning groups into `reading`."""
     history = reading.history
     if read.moved_from is not None:
+        for old, new in shifted_generations(read.moved_from, read.rel, _cited_files(reading)):
+            _moved(reading, old, new)  # `log.1` is `log.2` now: its events were read before
         _moved(reading, read.moved_from, read.rel)
     reading.notes += read.notes
     if read.cursor is not None and read.rel:
@@ -270,6 +273,17 @@ def _moved(reading: _Reading, old: str, new: str) -> None:
         merged = {kind: dict(steps) for kind, steps in counts.get(new, {}).items()}
         _add_counts(merged, counts.pop(old))
         reading.history.event_counts = {**counts, new: merged}
+
+
+def _cited_files(reading: _Reading) -> set[str]:
+    """The files the remembered events, warning groups and per-step counts cite."""
+    groups = reading.groups.values()
+    return (
+        {e.file for e in reading.events}
+        | {g.first.file for g in groups}
+        | {g.last.file for g in groups}
+        | set(reading.history.event_counts)
+    )
 
 
 def _read_tree(reading: _Reading, state: CheckinState, run_dir: Path, tz: tzinfo) -> MultiNodeView | None:

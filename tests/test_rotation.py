@@ -25,7 +25,14 @@ from rlagent.tools.adapters import discover
 from rlagent.tools.evidence import line_at
 from rlagent.tools.loglines import RANK_PREFIX
 from rlagent.tools.logread import read_log
-from rlagent.tools.rotation import MAX_GENERATIONS, later_generations, older_generations, read_older, rotated_away
+from rlagent.tools.rotation import (
+    MAX_GENERATIONS,
+    later_generations,
+    older_generations,
+    read_older,
+    rotated_away,
+    shifted_generations,
+)
 from rlagent.tools.tail import head_hash
 from rlagent.tools.untrusted import strip_controls
 
@@ -134,6 +141,7 @@ def test_a_log_rotated_between_check_ins_loses_nothing(case, how, tmp_path):
         _cited_where_they_are(run, after)
         _rotate_after(run, parts, how, 8, 9, 10)  # a second rotation: the first rest is in `.2` now
         again = monitor.check_in()
+        _cited_where_they_are(run, again)
         idle = monitor.check_in()
     finally:
         monitor.close()
@@ -301,3 +309,12 @@ def test_a_first_read_goes_back_through_the_newest_generations_only(tmp_path):
     assert [r.fresh for r in reads] == [True] + [False] * (MAX_GENERATIONS - 1)  # each the sequel of the one before
     assert cursor is not None and cursor.inode == log.stat().st_ino and cursor.offset == 0
     assert note.endswith("then itself; the 3 older not read")
+
+
+def test_a_numbered_rotation_moves_the_cited_generations_on_oldest_first():
+    cited = {"logs/t.log", "logs/t.log.1", "logs/t.log.3", "logs/t.log-20261127", "logs/t.log.1.gz"}
+    assert shifted_generations("logs/t.log", "logs/t.log.2", cited) == [
+        ("logs/t.log.3", "logs/t.log.5"),
+        ("logs/t.log.1", "logs/t.log.3"),
+    ]
+    assert shifted_generations("logs/t.log", "logs/t.log-20261128", cited) == []  # dated names stay

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
@@ -155,6 +155,22 @@ def older_generations(path: Path, rel: str) -> list[Generation]:
     if not by_naming:
         return []
     return max(by_naming.values(), key=lambda gs: (len(gs), gs[0].naming[1] == "#"))
+
+
+def shifted_generations(rel: str, moved_rel: str, cited: Iterable[str]) -> list[tuple[str, str]]:
+    """A numbered rotation moves every generation on by as many places as the file read moved (one
+    when `log` is `log.1` now, two when `log.2`): (old name, new name) of each `cited` generation,
+    the oldest first, so that no name is given to a file before its own file has moved on. Dated
+    names do not move."""
+    separator, suffix = moved_rel[len(rel) : len(rel) + 1], moved_rel[len(rel) + 1 :]
+    if not moved_rel.startswith(rel) or separator not in _SEPARATORS or not _NUMBER.fullmatch(suffix):
+        return []
+    shift, found = int(suffix), []
+    for name in set(cited):
+        number = name[len(rel) + 1 :]
+        if name.startswith(rel + separator) and _NUMBER.fullmatch(number):
+            found.append((int(number), name, f"{rel}{separator}{int(number) + shift}"))
+    return [(old, new) for _, old, new in sorted(found, reverse=True)]
 
 
 def _identity(path: Path) -> tuple[int, int]:
