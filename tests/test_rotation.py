@@ -214,6 +214,33 @@ def test_a_first_check_in_reads_a_log_s_rotated_generations_before_it(case, nami
     assert idle.out.observation.bytes_read == 0 and _known(idle) == expected
 
 
+@pytest.mark.parametrize("case", CASES)
+def test_a_log_renamed_and_made_again_only_after_a_check_in_loses_nothing(case, tmp_path):
+    """A check-in between the rename and the new file's first line (RotatingFileHandler makes it at
+    its next record, logrotate's `nocreate` never): the rest is read from the renamed file then, and
+    the new file, when it comes, is read as its sequel, not as a first read of a run with history."""
+    expected = _whole(case, tmp_path, 10)
+    run = _copy(case, tmp_path / "pieces")
+    parts = _in_pieces(case, run)
+    monitor = Monitor(discover(run), home=tmp_path / "home-pieces", offline=True)
+    try:
+        monitor.check_in()
+        for rel, (lines, mtime) in parts.items():
+            path = run / rel
+            _write(path, lines[len(lines) * 4 // 10 : len(lines) * 6 // 10], mtime)
+            path.rename(path.with_name(path.name + ".1"))
+        between, still = monitor.check_in(), monitor.check_in()
+        for rel, (lines, mtime) in parts.items():
+            _write(run / rel, lines[len(lines) * 6 // 10 :], mtime)
+        after = monitor.check_in()
+    finally:
+        monitor.close()
+
+    assert _known(between) == _known(still) == _whole(case, tmp_path, 6)
+    assert _known(after) == expected
+    _cited_where_they_are(run, after)
+
+
 def test_a_run_whose_trainer_log_was_rotated_mid_collapse_is_judged_from_its_first_step(tmp_path):
     """SIMULATED fixture 35: logs/trainer.log rotated to trainer.log.1 after step 28, entropy
     collapsing from step 22. Read for the first time at its end, the early entropy is in `.1`."""

@@ -188,10 +188,31 @@ def continuation(before: FileCursor, path: Path, rel: str) -> FileCursor | None:
     return FileCursor(path=rel, dev=st.st_dev, inode=st.st_ino, last_time=before.last_time, step=before.step)
 
 
+def awaited_sequel(before: FileCursor, rel: str) -> FileCursor:
+    """The cursor of a log renamed and not made again yet (RotatingFileHandler makes the new file at
+    its next record; logrotate's `nocreate` leaves that to the program): no file (no inode), so the
+    file that comes under its name is read from its start as what comes after `before`'s (tools.tail)."""
+    return FileCursor(path=rel, last_time=before.last_time, step=before.step)
+
+
+def renamed_away(cursors: dict[str, FileCursor], listed: Iterable[str], run_dir: Path) -> list[str]:
+    """Files read before that are gone from their names and not listed now: a log renamed and not
+    made again yet has its rest read where it went (read_rest)."""
+    listed = set(listed)
+    return [rel for rel, c in cursors.items() if c.inode and rel not in listed and not os.path.lexists(run_dir / rel)]
+
+
+def still_awaited(cursors: dict[str, FileCursor], listed: Iterable[str]) -> dict[str, FileCursor]:
+    """The awaited sequels (awaited_sequel) whose file has not come yet: carried to the next check-in."""
+    listed = set(listed)
+    return {rel: c for rel, c in cursors.items() if not c.inode and rel not in listed}
+
+
 def read_rest(read: Reader[R], path: Path, rel: str, cursor: FileCursor | None) -> tuple[list[R], FileCursor | None, str] | None:
     """When the file `cursor` read was rotated away: the read of its rest under its new name and of
     each generation rotated out after it (read whole, in order), the cursor to read the new file at
-    `path` with (None while there is none) and the note that says so. None when it was not rotated."""
+    `path` with (awaited_sequel while there is none) and the note that says so. None when it was not
+    rotated."""
     moved = rotated_away(path, rel, cursor)
     if moved is None:
         return None
@@ -209,7 +230,9 @@ def read_rest(read: Reader[R], path: Path, rel: str, cursor: FileCursor | None) 
         after = reads[-1].cursor if reads[-1].cursor is not None else start
     new_cursor = continuation(after, path, rel)
     also = f", then {', '.join(g.rel for g in between)} (rotated out since) whole" if between else ""
-    then = f", the new {rel} from its start" if new_cursor is not None else ""
+    then = f", the new {rel} from its start" if new_cursor is not None else f"; the new {rel} is awaited"
+    if new_cursor is None and not os.path.lexists(path):
+        new_cursor = awaited_sequel(after, rel)
     how = "rotated to" if old_cursor is cursor else "copied to"
     return reads, new_cursor, f"{rel} was {how} {old_rel} since the last check-in; its rest read there{also}{then}"
 
@@ -252,7 +275,7 @@ def read_across_rotation(read: Reader[R], path: Path, rel: str, cursor: FileCurs
     if rotated is None:
         return [read(path, rel, cursor)]
     reads, new_cursor, note = rotated
-    if new_cursor is None:
+    if new_cursor is None or not new_cursor.inode:  # no new file yet
         reads[-1].notes.append(note)
         return reads
     new = read(path, rel, new_cursor)

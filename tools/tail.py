@@ -47,6 +47,9 @@ def plan_read(path: str | os.PathLike, rel: str, cursor: FileCursor | None) -> t
     new_cursor = FileCursor(path=rel, dev=st.st_dev, inode=st.st_ino, size=st.st_size, head=identity, mtime_ns=st.st_mtime_ns)
     if cursor is None:
         return ReadPlan(0, st.st_size, 1, st.st_mtime, fresh=True), new_cursor
+    if not cursor.inode:  # the sequel awaited of a log renamed away (tools.rotation.awaited_sequel)
+        new_cursor.last_time, new_cursor.step = cursor.last_time, cursor.step
+        return ReadPlan(0, st.st_size, 1, st.st_mtime, fresh=False), new_cursor
     replaced = (st.st_dev, st.st_ino) != (cursor.dev, cursor.inode)
     shrank = st.st_size < cursor.offset
     rewritten = bool(cursor.head) and st.st_size >= _HEAD_BYTES and cursor.size >= _HEAD_BYTES and identity != cursor.head

@@ -25,7 +25,7 @@ from rlagent.tools.bounds import bounded_int
 from rlagent.tools.frameworks.detect import detect_dir
 from rlagent.tools.frameworks.lines import LogLine
 from rlagent.tools.rollouts import pick_telling
-from rlagent.tools.rotation import read_across_rotation
+from rlagent.tools.rotation import read_across_rotation, read_rest, renamed_away, still_awaited
 
 LOG_SUFFIXES = (".log", ".out", ".err", ".txt")
 _SKIP_DIRS = {"checkpoints", "ckpt", "wandb", "tensorboard_log", "runs", ".hydra", "completions", "rollouts", "__pycache__"}
@@ -337,9 +337,17 @@ class ConsoleAdapter:
             framework, parse, lines = self.framework.value, self.parse_rows, self.steps_in_lines
             return read_console(path, rel, cursor, framework, parse, state, keep_per_kind=keep_per_kind, steps_in_lines=lines)
 
-        for path in self.console_logs(run_dir, out.notes):
-            rel = str(path.relative_to(run_dir))
-            out.files += read_across_rotation(read, path, rel, cursors.get(rel))
+        listed = [str(path.relative_to(run_dir)) for path in self.console_logs(run_dir, out.notes)]
+        out.files += [FileRead(rel, awaited) for rel, awaited in still_awaited(cursors, listed).items()]
+        for rel in listed:
+            out.files += read_across_rotation(read, run_dir / rel, rel, cursors.get(rel))
+        logs_gone = [rel for rel in renamed_away(cursors, listed, run_dir) if rel.endswith(LOG_SUFFIXES)]
+        for rel in logs_gone:  # renamed, not made again yet: its rest, its sequel awaited
+            rotated = read_rest(read, run_dir / rel, rel, cursors[rel])
+            if rotated is not None:
+                parts, awaited, note = rotated
+                out.files += [*parts, FileRead(rel, awaited)]
+                out.notes.append(note)
         out.files.extend(self.extra_sources(run_dir, config, cursors, keep_per_kind))
         out.files.extend(read_trackers(run_dir, self.framework.value, cursors))
         return out

@@ -25,7 +25,7 @@ from rlagent.tools.logscan import newest_time_of_day
 from rlagent.tools.metrics_jsonl import REL as METRICS_REL
 from rlagent.tools.metrics_jsonl import MetricsRead, read_metrics
 from rlagent.tools.rollouts import l_step_fractions, newest_rollouts_file, pick_telling, read_samples, sample_key
-from rlagent.tools.rotation import read_before
+from rlagent.tools.rotation import read_before, renamed_away, still_awaited
 from rlagent.tools.steplines import parse_step_line
 
 
@@ -62,13 +62,17 @@ class PrimeRLAdapter:
         def read(path: Path, name: str, cursor: FileCursor | None) -> LogRead:
             return read_log(path, name, cursor, tz, keep_per_kind=keep_per_kind)
 
+        gone = renamed_away(cursors, [*rels, METRICS_REL], run_dir)
+        out.files += [FileRead(rel, awaited) for rel, awaited in still_awaited(cursors, rels).items()]
         cursors = dict(cursors)
-        for rel in rels:  # a rotated log's rest (or, at a first read, its older generations), then the log as their sequel
+        for rel in [*rels, *gone]:  # a rotated log's rest (at a first read, its older generations), then the log as their sequel
             rotated = read_before(read, run_dir / rel, rel, cursors.get(rel))
             if rotated is not None:
                 parts, cursors[rel], note = rotated
                 out.files += [_from_log(part, rounded=layout is Layout.H) for part in parts]
                 out.notes.append(note)
+                if rel in gone:  # renamed, not made again yet: its sequel is awaited under its name
+                    out.files.append(FileRead(rel, cursors[rel]))
         first = [rel for rel in rels if cursors.get(rel) is None]  # read from the start for the first time
         anchor = _shared_anchor(run_dir, first, tz)
         tasks: list[Callable[[], Any]] = [
