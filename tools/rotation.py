@@ -17,7 +17,6 @@ import os
 import re
 import stat
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
 
@@ -95,14 +94,17 @@ _DATE = re.compile(r"[0-9][0-9._-]{4,}[0-9]")
 _DIGITS = re.compile(r"[0-9]")
 
 
-@dataclass(frozen=True)
 class Generation:
-    path: Path
-    rel: str
-    naming: tuple[str, str]
-    """(separator, `#` for a number or the date's shape): generations of one naming follow each other."""
-    age: int | str
-    """Sorts a naming's generations oldest first: minus the number (`.1` is the newest), or the date."""
+    """A rotated generation of a log (a plain class: a dataclass would cost 0.7 ms of every start)."""
+
+    __slots__ = ("age", "naming", "path", "rel")
+
+    def __init__(self, path: Path, rel: str, naming: tuple[str, str], age: int | str) -> None:
+        self.path, self.rel = path, rel
+        self.naming = naming
+        """(separator, `#` for a number or the date's shape): generations of one naming follow each other."""
+        self.age = age
+        """Sorts a naming's generations oldest first: minus the number (`.1` is the newest), or the date."""
 
 
 def generations(path: Path, rel: str) -> list[Generation]:
