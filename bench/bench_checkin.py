@@ -18,8 +18,9 @@ of --repeats, and the load average is printed with each row):
   (b) a warm check-in after 1 MB more is appended, timed inside the running monitor (Python
       start-up not counted, the garbage collector set as the program sets it); wall and CPU.
   (d) `rlagent check RUN --offline --json` as a whole process on the warm run, and next to it the
-      floor of the stack: a Python that only imports langgraph's graph and SQLite checkpointer. Both
-      with their bytecode cached, as after `pip install` (PYTHONPYCACHEPREFIX under --out).
+      floor of the stack: a Python that only imports langgraph's graph and SQLite checkpointer, and
+      the same with cyclic collections held, as the program holds them while it imports (`held`).
+      All with their bytecode cached, as after `pip install` (PYTHONPYCACHEPREFIX under --out).
 The appends are written by this process, not the monitor, so they do not count in its RSS.
 
 Besides prime-rl's layout H (`--sizes`), the table covers (each can be left out with an empty value):
@@ -73,6 +74,9 @@ for command in sys.stdin:
                       "child_rss_mb": forkread.stats.peak_child_rss_kb / 1024}), flush=True)
 """
 FLOOR = "import langgraph.graph, langgraph.checkpoint.sqlite"
+HELD_FLOOR = "import gc; gc.disable(); " + FLOOR
+"""The same imports with cyclic collections held, as the `rlagent` program holds them while it imports
+(rlagent/__init__.py): the floor rlagent's own imports and its check-in are measured above."""
 
 
 def parse_size(text: str) -> int:
@@ -224,12 +228,13 @@ def bench_run(name: str, run: Path, repeats: int, warm_runs: int) -> dict:
         warm.append(monitor.check_in())
     monitor.close()
     rlagent = str(Path(sys.executable).with_name("rlagent"))
-    whole, floor = [], []
+    whole, floor, held_floor = [], [], []
     timed([rlagent, "check", str(run), "--offline", "--json", "--home", str(home)], check=False)  # bytecode cached
     for _ in range(repeats):
         append(run, 1 << 20)
         whole.append(timed([rlagent, "check", str(run), "--offline", "--json", "--home", str(home)], check=False))
         floor.append(timed([sys.executable, "-c", FLOOR]))
+        held_floor.append(timed([sys.executable, "-c", HELD_FLOOR]))
     shutil.rmtree(home)
     med = statistics.median
     cat_s, grep_s, cold_s = med(c[0] for c in cat), med(g[0] for g in grep), med(c["seconds"] for c in cold)
@@ -257,6 +262,7 @@ def bench_run(name: str, run: Path, repeats: int, warm_runs: int) -> dict:
         "warm_rss_mb": warm[-1]["peak_rss_mb"],
         "whole_process_s": med(whole),
         "stack_floor_s": med(floor),
+        "held_floor_s": med(held_floor),
         "load_avg": (load_before, os.getloadavg()[0]),
     }
 
@@ -317,7 +323,7 @@ def main() -> None:
     rows = [bench_run(name, run, args.repeats, args.warm_runs) for name, run in runs]
     print(
         f"{'run':>13} {'logs MB':>8} {'cat s (CPU)':>13} {'grep s (CPU)':>13} {'read MB':>7} {'(a) cold s (CPU)':>17} "
-        f"{'/grep':>6} {'CPU/grep CPU':>12} {'(b) warm ms (CPU)':>17} {'(d) process s':>13} {'floor s':>7} "
+        f"{'/grep':>6} {'CPU/grep CPU':>12} {'(b) warm ms (CPU)':>17} {'(d) process s':>13} {'floor s':>7} {'held':>5} "
         f"{'RSS MB':>6} {'load':>9}"
     )
     for r in rows:
@@ -325,7 +331,8 @@ def main() -> None:
             f"{r['run']:>13} {r['logs_mb']:>8.0f} {r['cat_s']:>6.3f} ({r['cat_cpu_s']:.2f}) "
             f"{r['grep_s']:>6.3f} ({r['grep_cpu_s']:.2f}) {r['cold_read_mb']:>7.0f} "
             f"{r['cold_s']:>8.2f} ({r['cold_cpu_s']:>6.2f}) {r['cold_over_grep']:>5.1f}x {r['cold_cpu_over_grep_cpu']:>11.1f}x "
-            f"{r['warm_ms']:>8.0f} ({r['warm_cpu_ms']:>5.0f}) {r['whole_process_s']:>13.2f} {r['stack_floor_s']:>7.2f} "
+            f"{r['warm_ms']:>8.0f} ({r['warm_cpu_ms']:>5.0f}) {r['whole_process_s']:>13.2f} "
+            f"{r['stack_floor_s']:>7.2f} {r['held_floor_s']:>5.2f} "
             f"{max(r['cold_rss_mb'], r['warm_rss_mb']):>6.0f} {r['load_avg'][0]:>4.1f}/{r['load_avg'][1]:.1f}"
         )
     print(json.dumps(rows, indent=2))
