@@ -21,7 +21,7 @@ import pytest
 from rlagent.evals.fixture import FIXTURES
 from rlagent.graph.runner import Monitor
 from rlagent.models.observation import FileCursor
-from rlagent.tools.adapters import discover
+from rlagent.tools.adapters import discover, lineblocks
 from rlagent.tools.evidence import line_at
 from rlagent.tools.loglines import RANK_PREFIX
 from rlagent.tools.logread import read_log
@@ -239,6 +239,30 @@ def test_a_log_renamed_and_made_again_only_after_a_check_in_loses_nothing(case, 
     assert _known(between) == _known(still) == _whole(case, tmp_path, 6)
     assert _known(after) == expected
     _cited_where_they_are(run, after)
+
+
+def test_a_generation_longer_than_a_check_in_can_read_is_said_to_be_read_in_part(tmp_path, monkeypatch):
+    """TRL's console is read oldest first for at most READ_BUDGET_S a check-in: a generation read only
+    in part says so, and the log itself is read on as its sequel (no generation is read twice)."""
+    monkeypatch.setattr(lineblocks, "READ_BUDGET_S", 0.0)  # one block a read, then the budget is spent
+    monkeypatch.setattr(lineblocks, "CHUNK", 4 << 10)
+    run = _copy("100_trl-healthy", tmp_path / "run")
+    log = run / "train.log"
+    lines, mtime = log.read_bytes().splitlines(keepends=True), log.stat().st_mtime
+    log.unlink()
+    half = len(lines) // 2
+    _write(log.with_name("train.log.1"), lines[:half], mtime)
+    _write(log, lines[half:], mtime)
+    assert log.with_name("train.log.1").stat().st_size > 4 << 10
+    monitor = Monitor(discover(run), home=tmp_path / "home", offline=True)
+    try:
+        first, second = monitor.check_in(), monitor.check_in()
+    finally:
+        monitor.close()
+    note = "train.log: first read from its rotated generations on, oldest first (train.log.1), then itself"
+    assert f"{note}; train.log.1 read only in part, in the time a check-in reads" in first.out.observation.notes
+    assert first.memory.cursors["train.log"].offset > 0  # the log itself was read, as the sequel
+    assert not any("rotated generations" in n for n in second.out.observation.notes)
 
 
 def test_a_run_whose_trainer_log_was_rotated_mid_collapse_is_judged_from_its_first_step(tmp_path):

@@ -242,9 +242,9 @@ def read_rest(read: Reader[R], path: Path, rel: str, cursor: FileCursor | None) 
 def read_older(read: Reader[R], path: Path, rel: str) -> tuple[list[R], FileCursor | None, str] | None:
     """A log read for the first time: the reads of its newest MAX_GENERATIONS rotated generations,
     oldest first, each the sequel of the one before, the cursor to read the log at `path` with as
-    their sequel, and the note that says so. None when it has none: attached to a run whose logs
-    were rotated, a check-in knows its steps from the oldest generation kept, not from the last
-    rotation on."""
+    their sequel (None when no generation could be read: the log is then read as a first read), and
+    the note that says so. None when it has none: attached to a run whose logs were rotated, a
+    check-in knows its steps from the oldest generation kept, not from the last rotation on."""
     every = older_generations(path, rel)
     if not every:
         return None
@@ -258,6 +258,10 @@ def read_older(read: Reader[R], path: Path, rel: str) -> tuple[list[R], FileCurs
     new_cursor = continuation(after, path, rel) if after is not None else None
     names = ", ".join(g.rel for g in older)
     left = f"; the {len(every) - len(older)} older not read" if len(every) > len(older) else ""
+    # A generation longer than a check-in's time budget (TRL's console, read oldest first): its rest
+    # is not read, as no generation is read twice; the log goes on from the part that was.
+    cut = [g.rel for g, r in zip(older, reads, strict=True) if getattr(r, "behind", False)]
+    left += f"; {', '.join(cut)} read only in part, in the time a check-in reads" if cut else ""
     return reads, new_cursor, f"{rel}: first read from its rotated generations on, oldest first ({names}), then itself{left}"
 
 
@@ -277,7 +281,8 @@ def read_across_rotation(read: Reader[R], path: Path, rel: str, cursor: FileCurs
     if rotated is None:
         return [read(path, rel, cursor)]
     reads, new_cursor, note = rotated
-    if new_cursor is None or not new_cursor.inode:  # no new file yet
+    if cursor is not None and (new_cursor is None or not new_cursor.inode):  # rotated away, no new file yet
+        # (at a first read, cursor None: the log is read all the same, or it would wait forever)
         reads[-1].notes.append(note)
         return reads
     new = read(path, rel, new_cursor)
