@@ -111,6 +111,13 @@ def _in_pieces(case: str, run: Path) -> dict[str, tuple[list[bytes], float]]:
     return parts
 
 
+def _monitor_of_pieces(case: str, tmp_path: Path) -> tuple[Path, dict, Monitor]:
+    """A copy of the case's run with its rotated logs cut to 4 tenths (_in_pieces), and a monitor of it."""
+    run = _copy(case, tmp_path / "pieces")
+    parts = _in_pieces(case, run)
+    return run, parts, Monitor(discover(run), home=tmp_path / "home-pieces", offline=True)
+
+
 def _rotate_after(run: Path, parts: dict, how: str, start: int, end: int, rest: int) -> None:
     """Append the lines from `start` to `end` tenths to each log, rotate it, then write on to `rest`."""
     for rel, (lines, mtime) in parts.items():
@@ -131,9 +138,7 @@ def _rotate_after(run: Path, parts: dict, how: str, start: int, end: int, rest: 
 @pytest.mark.parametrize("case", CASES)
 def test_a_log_rotated_between_check_ins_loses_nothing(case, how, tmp_path):
     expected = _whole(case, tmp_path, 10)
-    run = _copy(case, tmp_path / "pieces")
-    parts = _in_pieces(case, run)
-    monitor = Monitor(discover(run), home=tmp_path / "home-pieces", offline=True)
+    run, parts, monitor = _monitor_of_pieces(case, tmp_path)
     try:
         monitor.check_in()
         _rotate_after(run, parts, how, 4, 6, 8)
@@ -159,9 +164,7 @@ def test_a_log_rotated_between_check_ins_loses_nothing(case, how, tmp_path):
 def test_a_log_rotated_twice_between_check_ins_loses_nothing(case, how, tmp_path):
     """The file read is `.2` at the next check-in; `.1`, rotated out in between, was never read:
     it is read whole after the rest of `.2`, before the new file."""
-    run = _copy(case, tmp_path / "pieces")
-    parts = _in_pieces(case, run)
-    monitor = Monitor(discover(run), home=tmp_path / "home-pieces", offline=True)
+    run, parts, monitor = _monitor_of_pieces(case, tmp_path)
     try:
         monitor.check_in()
         _rotate_after(run, parts, how, 4, 5, 6)
@@ -220,9 +223,7 @@ def test_a_log_renamed_and_made_again_only_after_a_check_in_loses_nothing(case, 
     its next record, logrotate's `nocreate` never): the rest is read from the renamed file then, and
     the new file, when it comes, is read as its sequel, not as a first read of a run with history."""
     expected = _whole(case, tmp_path, 10)
-    run = _copy(case, tmp_path / "pieces")
-    parts = _in_pieces(case, run)
-    monitor = Monitor(discover(run), home=tmp_path / "home-pieces", offline=True)
+    run, parts, monitor = _monitor_of_pieces(case, tmp_path)
     try:
         monitor.check_in()
         for rel, (lines, mtime) in parts.items():
