@@ -42,7 +42,7 @@ from rlagent.tools.layout import current_attempt, discover_run, log_files
 from rlagent.tools.loglines import clean, parse_head
 from rlagent.tools.logread import read_log
 from rlagent.tools.metrics_jsonl import read_metrics
-from rlagent.tools.rollouts import l_step_fractions, sample_key, sample_rollouts
+from rlagent.tools.rollouts import l_step_fractions, pick_telling, read_samples, sample_key
 
 from conftest import loguru_line
 from faultkit import HAZARDS, HUGE_LINE_SIZES, ROOT, VanishingReads, bounded, json_values, junk_bytes, junk_line, make_hazard
@@ -247,7 +247,8 @@ def test_rollout_readers_take_any_rows(layout, step_name, rows, junk):
         path.parent.mkdir(parents=True)
         path.write_bytes(junk_bytes([json.dumps(r).encode() for r in rows] + junk))
         sample_key(run, layout)
-        step, _, picked, _ = sample_rollouts(run, layout)
+        step, _, sampled, _ = read_samples(run, layout)
+        picked = pick_telling(sampled)
         assert step is None or 0 <= step <= MAX_STEP
         saveable([r.model_dump() for r in picked])
         saveable(l_step_fractions(run, 0))
@@ -315,7 +316,7 @@ HAZARD_TARGETS = {
     "metrics.jsonl": lambda run: read_metrics(run, None).notes,
     "configs/trainer.json": lambda run: read_run_config(run, Layout.H).problems,
     "logs/attempt_1/trainer.log": lambda run: read_log(run / TRAINER_H, TRAINER_H, None, UTC),
-    "rollouts/step_5/train/all/traces.jsonl": lambda run: sample_rollouts(run, Layout.H)[3],
+    "rollouts/step_5/train/all/traces.jsonl": lambda run: read_samples(run, Layout.H)[3],
     "run_default/rollouts/step_5/train_rollouts.jsonl": lambda run: [str(l_step_fractions(run, 0))],
 }
 
@@ -341,7 +342,7 @@ def test_each_reader_meets_each_hazard_with_a_note_never_a_hang(tmp_path, target
 READERS_OPEN = {
     "log": (logscan, lambda run: read_log(run / "logs/trainer.log", "logs/trainer.log", None, UTC)),
     "metrics": (tail, lambda run: read_metrics(run, None)),
-    "rollouts": (rollouts, lambda run: sample_rollouts(run, Layout.L)),
+    "rollouts": (rollouts, lambda run: read_samples(run, Layout.L)),
 }
 
 

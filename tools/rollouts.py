@@ -169,7 +169,7 @@ def l_step_fractions(run_dir: Path, after_step: int) -> dict[int, dict[str, floa
             with open_regular(path, run_dir) as f:
                 data = read_up_to(f, MAX_BYTES)
         except OSError:
-            continue  # sample_rollouts says why, for the newest step
+            continue  # read_samples says why, for the newest step
         for raw in data.splitlines():
             try:
                 row = json.loads(raw)
@@ -201,15 +201,6 @@ def sample_key(run_dir: Path, layout: Layout, found: tuple[int, Path] | None = N
     except OSError:
         return None
     return f"{found[1]}:{st.st_size}:{st.st_mtime_ns}"
-
-
-def sample_rollouts(
-    run_dir: Path, layout: Layout, found: tuple[int, Path] | None = None
-) -> tuple[int | None, int, list[Rollout], list[str]]:
-    """(step, rollouts in that step's file (lines), telling samples, notes) of the newest rollouts
-    file (`found`, else looked up)."""
-    step, count, sampled, notes = read_samples(run_dir, layout, found)
-    return step, count, pick_telling(sampled), notes
 
 
 def read_samples(
