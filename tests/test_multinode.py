@@ -18,6 +18,7 @@ from rlagent.tools import multinode
 from rlagent.tools.clock import SystemClock
 from rlagent.tools.layout import discover_run
 
+from conftest import loguru_line
 from runbuilder import START, HRun
 
 
@@ -174,3 +175,50 @@ def test_a_node_whose_log_had_an_error_is_judged_the_same_at_the_next_check_in(t
     assert summaries[0] == summaries[1]
     assert summaries[0].startswith("trainer node 2 rank 0 (stdout), trainer node 2 rank 1 (stdout) silent")
     assert "rank_failed" in findings(second)
+
+
+WATCHDOG = "Watchdog caught collective operation timeout"
+
+
+def _one_rank_fails_then_its_peers_time_out(run: HRun, failure: Failure) -> tuple[str, dict]:
+    """A tree of 256 ranks whose failing rank logs a dated error first, then every other rank times
+    out 10 minutes later (torchrun's Root Cause block cut off, as when the node's log was lost).
+    Returns the failing rank's file and the timeouts, cut off to be appended later."""
+    base = write_tree(run.dir, "H", trainer_nodes=8, ranks_per_node=32, steps=10, start=START, failure=failure)
+    node0 = base / "trainer" / "node_0.log"
+    node0.write_text(node0.read_text().split("Fatal error")[0])
+    fail_t = START + timedelta(seconds=failure.step * 30 - 15)
+    rank = base / "trainer" / "torchrun" / f"f3a9c2e1_{failure.node}" / "attempt_0" / str(failure.local_rank)
+    with (rank / "stdout.log").open("a") as handle:
+        handle.write(loguru_line(fail_t.astimezone().strftime("%H:%M:%S"), "ERROR", "CUDA error: an illegal memory access"))
+    timeouts = {}
+    for path in (base / "trainer" / "torchrun").glob("*/attempt_0/*/stdout.log"):
+        text = path.read_text()
+        if WATCHDOG in text:
+            cut = text.rindex("\n", 0, text.index(WATCHDOG)) + 1
+            timeouts[path] = text[cut:]
+            path.write_text(text[:cut])
+    assert len(timeouts) == 255
+    return (rank / "stdout.log").relative_to(run.dir).as_posix(), timeouts
+
+
+@pytest.mark.parametrize(("check_ins", "node"), [(1, 0), (1, 5), (2, 0), (2, 5)])
+def test_the_first_failing_rank_outlives_the_bound_on_kept_events(tmp_path, check_ins, node):
+    """More error records than a check-in keeps of a kind (the newest 50): the earliest, the root
+    cause, is still the one named, whether the timeouts come in its check-in or a later one, and
+    wherever its file comes in the order the tree is read."""
+    run = HRun(tmp_path, "mn-run")
+    run.steps(10)
+    failing, timeouts = _one_rank_fails_then_its_peers_time_out(run, Failure(node=node, local_rank=3, step=8))
+    mon = monitor(run, tmp_path, START + timedelta(minutes=30))
+    if check_ins == 2:
+        first = findings(mon.check_in())["rank_failed"]
+        assert first.evidence[0].startswith(failing), first.evidence
+    for path, lines in timeouts.items():
+        with path.open("a") as handle:
+            handle.write(lines)
+    found = findings(mon.check_in())["rank_failed"]
+    assert found.evidence[0].startswith(failing), found.evidence
+    assert "CUDA error: an illegal memory access" in found.summary.split(", by ")[0], found.summary
+    # every record counted (the 255 timeouts, the failing rank's error and its traceback), not only those kept
+    assert "257 error records on 257 node/rank logs" in found.summary, found.summary

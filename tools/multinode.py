@@ -305,6 +305,12 @@ def read_tree(run_dir: Path, layout: Layout, cursors: dict[str, FileCursor], tz:
     return out
 
 
+def failure_order(event: LogEvent) -> tuple:
+    """Which error record came first: the earliest dated one, then undated ones (a rank's stderr has
+    no time), each by file and line. The collector keeps the first so (agents/collector.py)."""
+    return (event.time is None, event.time or datetime.max, event.file, event.line)
+
+
 def first_failure(events: list[LogEvent], files: dict[str, TreeFile]) -> tuple[LogEvent, str] | None:
     """The first failing rank: torchrun's own `Root Cause` block when it was printed, else the
     earliest dated error record of the tree (a record without a time comes after dated ones).
@@ -315,5 +321,5 @@ def first_failure(events: list[LogEvent], files: dict[str, TreeFile]) -> tuple[L
     errors = [e for e in events if e.kind == "rank_error" and e.file in files]
     if not errors:
         return None
-    first = min(errors, key=lambda e: (e.time is None, e.time or datetime.max, e.file, e.line))
+    first = min(errors, key=failure_order)
     return first, "the earliest error record across nodes and ranks" if first.time else "the first error record found"

@@ -197,7 +197,12 @@ def rank_failed(ctx: RuleContext) -> Finding | None:
     groups: dict[str, list[LogEvent]] = {}
     for event in errors:
         groups.setdefault(message_template(event.message)[:100], []).append(event)
-    places = sorted({_where(e, files) for e in errors})
+    # A crash makes a record on every rank, more than a check-in keeps (the newest 50 of a kind and
+    # the first): the files count every record they hold; the kept ones are grouped below.
+    counted = [f for f in files.values() if f.errors]
+    total = max(len(errors), sum(f.errors for f in counted))
+    places = {f.file for f in counted} | {e.file for e in errors}
+    kept = f" ({len(errors)} of them kept)" if total > len(errors) else ""
     summary_groups = "; ".join(
         f"{len(group)}x `{group[0].message[:80]}` on {', '.join(sorted({_where(e, files) for e in group})[:4])}"
         + (" ..." if len({e.file for e in group}) > 4 else "")
@@ -218,7 +223,7 @@ def rank_failed(ctx: RuleContext) -> Finding | None:
         id="rank_failed",
         severity=Severity.CRITICAL if tracebacks or root.kind == "root_cause" else Severity.WARNING,
         summary=f"first failing rank: {who}, by {how}; "
-        f"{len(errors)} error records on {len(places)} node/rank logs: {summary_groups}",
+        f"{total} error records on {len(places)} node/rank logs{kept}: {summary_groups}",
         evidence=[*(e.cite() for e in cited), *(e.cite() for e in errors if e not in cited)][:6],
         last_step=ctx.step,
     )
