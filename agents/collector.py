@@ -428,9 +428,9 @@ def _bounded_events(events: list[LogEvent]) -> list[LogEvent]:
     order the files were read in: an env error is logged by the orchestrator and by the env
     server, and the last ones read are not the last ones written. A line with no time of its own
     (torchrun's stderr after a `Fatal error`, a console's traceback) is as new as the dated line
-    before it in its file. Kept too, however many follow it: the first of the ranks' error records
-    (tools/multinode.py `failure_order`), the root cause `rank_failed` names when torchrun's own
-    block is missing; a multi-node crash makes hundreds of records, every rank timing out after it."""
+    before it in its file. Kept too, however many follow it: the first of the ranks' error records of
+    each attempt (tools/multinode.py `first_failures`), the root cause `rank_failed` names when
+    torchrun's own block is missing; a multi-node crash makes hundreds, every rank timing out after it."""
     written = _written_at(events)
     seen: set[tuple[str, int, str | None]] = set()
     per_kind: dict[str | None, list[LogEvent]] = {}
@@ -443,9 +443,8 @@ def _bounded_events(events: list[LogEvent]) -> list[LogEvent]:
     kept = [e for bucket in per_kind.values() for e in bucket[-EVENTS_PER_KIND:]]
     failures = per_kind.get("rank_error", [])
     if len(failures) > EVENTS_PER_KIND:
-        first = min(failures, key=multinode.failure_order)
-        if all(e is not first for e in failures[-EVENTS_PER_KIND:]):
-            kept.append(first)
+        newest = failures[-EVENTS_PER_KIND:]
+        kept += [first for first in multinode.first_failures(failures) if all(e is not first for e in newest)]
     return sorted(kept, key=event_order)
 
 

@@ -222,3 +222,28 @@ def test_the_first_failing_rank_outlives_the_bound_on_kept_events(tmp_path, chec
     assert "CUDA error: an illegal memory access" in found.summary.split(", by ")[0], found.summary
     # every record counted (the 255 timeouts, the failing rank's error and its traceback), not only those kept
     assert "257 error records on 257 node/rank logs" in found.summary, found.summary
+
+
+def test_a_new_attempt_s_first_failing_rank_is_named_not_the_last_attempt_s(tmp_path):
+    """Two crashes of 256 ranks, one per attempt: the first failure of each is kept, and the one
+    named is the current attempt's (the kept events still hold the attempt before's)."""
+    run = HRun(tmp_path, "mn-run")
+    run.steps(10)
+    failing, timeouts = _one_rank_fails_then_its_peers_time_out(run, Failure(node=0, local_rank=3, step=8))
+    for path, lines in timeouts.items():
+        with path.open("a") as handle:
+            handle.write(lines)
+    mon = monitor(run, tmp_path, START + timedelta(minutes=30))
+    assert findings(mon.check_in())["rank_failed"].evidence[0].startswith(failing)
+    run.new_attempt()
+    run.steps(10)
+    failing, timeouts = _one_rank_fails_then_its_peers_time_out(run, Failure(node=6, local_rank=17, step=8))
+    assert failing.startswith("logs/attempt_2/")
+    mon.check_in()
+    for path, lines in timeouts.items():
+        with path.open("a") as handle:
+            handle.write(lines)
+    state = mon.check_in()
+    assert findings(state)["rank_failed"].evidence[0].startswith(failing), findings(state)["rank_failed"].evidence
+    kept = [e for e in state.memory.events if e.kind == "rank_error"]
+    assert {e.file.split("/")[1] for e in kept} == {"attempt_1", "attempt_2"}

@@ -307,8 +307,21 @@ def read_tree(run_dir: Path, layout: Layout, cursors: dict[str, FileCursor], tz:
 
 def failure_order(event: LogEvent) -> tuple:
     """Which error record came first: the earliest dated one, then undated ones (a rank's stderr has
-    no time), each by file and line. The collector keeps the first so (agents/collector.py)."""
+    no time), each by file and line."""
     return (event.time is None, event.time or datetime.max, event.file, event.line)
+
+
+def first_failures(events: list[LogEvent]) -> list[LogEvent]:
+    """The first error record of each tree (an attempt's `trainer/` and `inference/` logs): what
+    `first_failure` names, which the collector keeps however many records follow it."""
+    first: dict[str, LogEvent] = {}
+    for event in events:
+        if event.kind != "rank_error":
+            continue
+        tree = min((event.file.split(f"/{role}/", 1)[0] for role in ("trainer", "inference")), key=len)
+        if tree not in first or failure_order(event) < failure_order(first[tree]):
+            first[tree] = event
+    return list(first.values())
 
 
 def first_failure(events: list[LogEvent], files: dict[str, TreeFile]) -> tuple[LogEvent, str] | None:
