@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from rlagent.agents.rules.thresholds import Thresholds
 from rlagent.graph.runner import Effects, Monitor
 from rlagent.models.run import Health
 from rlagent.tools.clock import SystemClock
@@ -97,7 +98,10 @@ def test_a_process_that_dies_is_reported_down(tmp_path, children):
     run.steps(6)
     for role in ("Trainer", "Orchestrator", "Inference"):
         children.append(spawn(f"PRIME-RL::{role}", open_file=run.logs / f"{role.lower()}.log"))
-    mon = Monitor(discover_run(run.dir), home=tmp_path / "home", effects=Effects(clock=SystemClock(lambda: run.clock)))
+    # The host is probed for real; its free disk is this machine's, not the test's: never low here.
+    roomy = Thresholds(disk_free_low=0.0)
+    clock = SystemClock(lambda: run.clock)
+    mon = Monitor(discover_run(run.dir), home=tmp_path / "home", effects=Effects(clock=clock), thresholds=roomy)
     first = mon.check_in()
     assert first.out.health is Health.HEALTHY, first.out.findings
     assert sorted(p.role for p in first.out.observation.live.processes) == ["Inference", "Orchestrator", "Trainer"]
