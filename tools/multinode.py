@@ -318,10 +318,16 @@ def first_failures(events: list[LogEvent]) -> list[LogEvent]:
     for event in events:
         if event.kind != "rank_error":
             continue
-        tree = min((event.file.split(f"/{role}/", 1)[0] for role in ("trainer", "inference")), key=len)
+        tree = _tree_of(event.file)
         if tree not in first or failure_order(event) < failure_order(first[tree]):
             first[tree] = event
     return list(first.values())
+
+
+def _tree_of(rel: str) -> str:
+    """The folder of the tree a file is in: `logs/attempt_2` for `logs/attempt_2/trainer/node_0.log`."""
+    cuts = [at for role in ("/trainer/", "/inference/") if (at := rel.find(role)) != -1]
+    return rel[: min(cuts)] if cuts else rel
 
 
 def first_failure(events: list[LogEvent], files: dict[str, TreeFile]) -> tuple[LogEvent, str] | None:
