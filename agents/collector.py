@@ -135,7 +135,7 @@ def collect(state: CheckinState, deps: CollectorDeps) -> dict:
         bytes_read=reading.bytes_read,
         behind=reading.behind,
         warning_groups=merged_groups(reading.groups),
-        new_events=reading.new_events[-200:],
+        new_events=_read_now(events, reading.new_events),
         rollouts=samples.rollouts,
         rollouts_step=samples.step,
         rollouts_per_step=samples.count or None,
@@ -421,6 +421,14 @@ def _trim(history: MetricHistory) -> None:
         if len(table) > HISTORY_STEPS:
             for step in sorted(table)[: len(table) - HISTORY_STEPS]:
                 del table[step]
+
+
+def _read_now(kept: list[LogEvent], read: list[LogEvent]) -> list[LogEvent]:
+    """The kept events that this check-in read: bounded as the run's events are (per kind, so a
+    crash the run came back from is not pushed out by hundreds of warnings read after it), in
+    their time order, and each one of `kept` that `RuleContext.is_new` asks about."""
+    keys = {(e.file, e.line, e.kind) for e in read}
+    return [e for e in kept if (e.file, e.line, e.kind) in keys]
 
 
 def _bounded_events(events: list[LogEvent]) -> list[LogEvent]:

@@ -12,6 +12,7 @@ from rlagent.graph.runner import Monitor
 from rlagent.models.run import Health
 from rlagent.tools.layout import discover_run
 
+from conftest import loguru_line
 from runbuilder import HRun
 
 
@@ -169,3 +170,31 @@ def test_a_metrics_row_read_before_its_step_line_keeps_its_figures(tmp_path):
     second = mon.check_in()
     mon.close()
     assert [second.memory.history.orchestrator[s]["reward"] for s in (10, 11)] == [0.3 + 0.0012345 * s for s in (10, 11)]
+
+
+def test_a_crash_the_run_came_back_from_is_noted_however_many_events_are_read_after_it(tmp_path):
+    """`came back since` is said at the check-in that reads the crash. The logs are read one after
+    the other, the trainer's first: 250 env errors read after it (the newest 50 of each file: the
+    orchestrator's and four env servers') must not push it out of what that check-in read."""
+    run = HRun(tmp_path)
+    run.steps(20)
+    mon = monitor(run, tmp_path)
+    mon.check_in()
+    run.clock += timedelta(minutes=1)
+    run.log("trainer.log", "ERROR", "Fatal error in train")
+    run.clock += timedelta(minutes=10)
+    run.log("trainer.log", "INFO", "Resuming training from checkpoint step 20")
+    run.steps(10)
+    clock = run.clock.strftime("%H:%M:%S")
+    failures = [f"Trace failed in group {i:08x} (env-{i % 4}) — TimeoutError" for i in range(60)]
+    run._append("orchestrator.log", "".join(loguru_line(clock, "WARNING", message) for message in failures))
+    for env in range(4):
+        (run.logs / "envs" / "train").mkdir(parents=True, exist_ok=True)
+        run._append(f"envs/train/env-{env}.log", "".join(loguru_line(clock, "ERROR", f"request failed: {i}") for i in range(60)))
+    state = mon.check_in()
+    crashed = [f for f in state.out.findings if f.id == "run_crashed"]
+    assert [(f.severity.value, "came back since" in f.summary) for f in crashed] == [("info", True)]
+    assert state.out.health is not Health.DOWN
+    run.clock += timedelta(hours=1)
+    run.steps(3)
+    assert "run_crashed" not in {f.id for f in mon.check_in().out.findings}  # said once

@@ -223,7 +223,8 @@ class Observation(BaseModel):
     warning_groups: list[WarningGroup] = Field(default_factory=list)
     """Groups of this attempt, most frequent first (cumulative across check-ins)."""
     new_events: list[LogEvent] = Field(default_factory=list)
-    """Classified events read in this check-in."""
+    """Classified events read in this check-in, of those the run keeps (the newest of each kind),
+    in time order."""
     rollouts: list[Rollout] = Field(default_factory=list)
     rollouts_step: int | None = None
     rollouts_per_step: int | None = None
