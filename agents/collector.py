@@ -15,6 +15,7 @@ from pathlib import Path
 
 from rlagent.models.cluster import MultiNodeView
 from rlagent.models.observation import (
+    EVENTS_PER_KIND,
     UNDATED,
     EvalPoint,
     FileCursor,
@@ -45,7 +46,6 @@ HISTORY_STEPS = KEEP_STEPS
 """Steps of each series kept in the state store (rules look back far less); the readers hold no more."""
 EARLY_VALUES = KEEP_EARLY
 """First finite values kept per series as the run's early baseline."""
-EVENTS_PER_KIND = 50
 MAX_GROUPS = 200
 MAX_EVALS = 300
 

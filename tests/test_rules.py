@@ -17,7 +17,7 @@ import pytest
 
 from rlagent.agents.rules import RULES, RuleContext, Thresholds, health_of, run_rules
 from rlagent.agents.rules.context import noise_sd, rolling_median, streak_vs_reference, theil_sen_slope
-from rlagent.models.observation import EvalPoint, LiveProbes, LogEvent, MetricHistory, Observation, ProcessInfo
+from rlagent.models.observation import EVENTS_PER_KIND, EvalPoint, LiveProbes, LogEvent, MetricHistory, Observation, ProcessInfo
 from rlagent.models.run import Category, Health, Layout, RunConfig, RunInfo, Severity
 from rlagent.models.state import CheckinOutput, CheckinState, RunMemory
 
@@ -657,6 +657,52 @@ def test_a_few_env_errors_are_normal():
     run = healthy(0)
     env_errors_at(run, range(191, 201), 4)  # 1.6 %
     assert "env_errors" not in ids(run)
+
+
+def _no_batch_size(run: Run) -> None:
+    """Neither a config's batch size nor a rollouts file: env failures are judged window over window."""
+    run.config = run.config.model_copy(update={"batch_size": None})
+    run.events = [e for e in run.events if e.kind != "env_error"]
+
+
+def _orchestrator_failures(run: Run, per_step: dict[int, int]) -> None:
+    """`per_step` failed episodes logged by the orchestrator at each step: every one counted per
+    step, the newest EVENTS_PER_KIND kept as events (as the collector keeps them)."""
+    lines = [(s, i) for s in sorted(per_step) for i in range(per_step[s])][-EVENTS_PER_KIND:]
+    run.events += [
+        ev("env_error", f"Trace failed in group {s:04x}{i:04x} (code)", line=s * 100 + i, step=s, time=run.time_of(s))
+        for s, i in lines
+    ]
+    run.event_counts = {"logs/orchestrator.log": {"env_error": dict(per_step)}}
+
+
+def test_a_steady_rate_of_env_failures_is_no_rise_when_the_older_window_s_events_were_not_kept():
+    """8 failed episodes a step for 30 steps: the run keeps the newest 50 lines, all in the last
+    10 steps, but the orchestrator counted every one: 80 against 80 is no rise."""
+    run = healthy(0)
+    _no_batch_size(run)
+    _orchestrator_failures(run, {s: 8 for s in range(171, 201)})
+    assert "env_errors" not in ids(run)
+
+
+def test_env_failures_that_rise_window_over_window_are_found_by_the_orchestrator_s_counts():
+    run = healthy(0)
+    _no_batch_size(run)
+    _orchestrator_failures(run, {**{s: 1 for s in range(171, 191)}, **{s: 8 for s in range(191, 201)}})
+    assert "80 failed episodes in the last 10 steps (up from 10 in the 10 steps before)" in run.findings()["env_errors"].summary
+
+
+def test_env_server_failures_without_counts_rise_only_where_the_kept_events_cover_both_windows():
+    run = healthy(0)
+    _no_batch_size(run)
+    env_errors_at(run, range(181, 191), 1)
+    env_errors_at(run, range(191, 201), 3)  # 40 lines kept of 40
+    assert "(up from 10 in the 10 steps before)" in run.findings()["env_errors"].summary
+    run.events = [e for e in run.events if e.kind != "env_error"]
+    env_errors_at(run, range(181, 191), 8)
+    env_errors_at(run, range(191, 201), 8)
+    run.events = run.events[:-160] + run.events[-EVENTS_PER_KIND:]  # the run keeps the newest 50
+    assert "env_errors" not in ids(run)  # 50 in the last window, the 80 before them not kept: no rise to tell
 
 
 def test_checkpoint_half_written_is_normal_for_a_moment_then_a_failure():

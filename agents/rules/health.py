@@ -10,7 +10,7 @@ from rlagent.agents.rules.catalogue import finding
 from rlagent.agents.rules.cluster import slurm_job_active
 from rlagent.agents.rules.context import RuleContext, aware, cite_events, file_process, fmt, pct, point
 from rlagent.models.findings import Finding
-from rlagent.models.observation import LogEvent
+from rlagent.models.observation import EVENTS_PER_KIND, LogEvent
 from rlagent.models.run import Severity
 
 CKPT_PARTS = ("trainer", "orchestrator")
@@ -322,10 +322,13 @@ def env_errors(ctx: RuleContext) -> Finding | None:
             return None
         how = f"{pct(share)} of ~{n_steps * per_step} rollouts, limit {pct(t.errored_high)}"
     else:
-        before = [e for e in ctx.recent_events(["env_error"], 2 * window) if e not in recent]
-        if len(recent) < max(2 * len(before), t.sustain_steps):
+        counts = _window_counts(ctx, recent, last, window)
+        if counts is None:
             return None
-        how = f"up from {len(before)} in the {window} steps before"
+        now, before = counts
+        if now < max(2 * before, t.sustain_steps):
+            return None
+        how = f"up from {before} in the {window} steps before"
     return finding(
         id="env_errors",
         severity=Severity.WARNING,
@@ -334,6 +337,21 @@ def env_errors(ctx: RuleContext) -> Finding | None:
         first_step=first_step,
         last_step=last_step or last,
     )
+
+
+def _window_counts(ctx: RuleContext, recent: list[LogEvent], last: int | None, window: int) -> tuple[int, int] | None:
+    """Env failures in the last `window` steps and in the `window` steps before them: by the
+    orchestrator's uncapped per-step counts when it has them; else by the kept events, unless the
+    bound on those (the newest EVENTS_PER_KIND) may have cut the older window short: then None,
+    as a rise cannot be told from a steady rate whose older part was not kept."""
+    if last is not None:
+        now = ctx.history.event_count("env_error", last - window + 1, last, "orchestrator")
+        if now:
+            return now, ctx.history.event_count("env_error", last - 2 * window + 1, last - window, "orchestrator") or 0
+    both, kept = ctx.recent_events(["env_error"], 2 * window), len(ctx.of_kind("env_error"))
+    if kept >= EVENTS_PER_KIND and len(both) == kept:
+        return None  # every kept one is in the two windows: older ones of them may have been dropped
+    return len(recent), len(both) - len(recent)
 
 
 def _failed_episodes(ctx: RuleContext, recent: list[LogEvent], last: int | None, window: int) -> int:

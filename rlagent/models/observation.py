@@ -62,6 +62,10 @@ class LogEvent(BaseModel):
         return f"{self.file}:{self.line}: {self.message}"
 
 
+EVENTS_PER_KIND = 50
+"""A run keeps the newest this many events of each kind (agents/collector.py): a rule that counts
+them knows where its count may stop short."""
+
 UNDATED = datetime.min.replace(tzinfo=UTC)
 """Where an event with no time sorts: first."""
 
