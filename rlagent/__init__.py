@@ -2,6 +2,7 @@
 
 import gc as _gc
 import importlib as _importlib
+import itertools as _itertools
 import os as _os
 import signal as _signal
 import sys as _sys
@@ -14,22 +15,38 @@ _program = False
 def hold_collector() -> None:
     """Cyclic collections off until `end_startup`: importing the commands builds about a million
     objects that all live until exit, and the collections they trigger find nothing and cost
-    0.15-0.2 s of every command's start. Called below when the `rlagent` script starts, and by
-    `python -m rlagent` (rlagent/__main__.py; argv[0] is `-m` then, as for any module of the package)."""
+    0.15-0.2 s of every command's start. Called below when the program starts."""
     global _gc_held, _program
     _gc.disable()
     _gc_held = _program = True
 
 
-if _sys.argv and _os.path.basename(_sys.argv[0] or "") == "rlagent":  # the program starting, not a library user
-    if _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:  # Ctrl-C before main() ends it quietly
-        # (started with Ctrl-C ignored, as `rlagent watch ... &` in a script is, it stays ignored)
+def _stop_while_starting(signum, frame):  # pragma: no cover - timing dependent
+    _os.write(2, b"rlagent: stopped (Ctrl-C)\n")
+    _os._exit(130)
 
-        def _stop_while_starting(signum, frame):  # pragma: no cover - timing dependent
-            _os.write(2, b"rlagent: stopped (Ctrl-C)\n")
-            _os._exit(130)
 
+def quiet_startup_interrupt() -> None:
+    """A Ctrl-C while the program starts (its imports take a second or more) ends it with the line
+    and status of any other Ctrl-C, not a traceback; `main` puts Python's own handler back. Called
+    below when the program starts. Started with Ctrl-C ignored, as `rlagent watch ... &` in a
+    script is, it stays ignored."""
+    if _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
         _signal.signal(_signal.SIGINT, _stop_while_starting)
+
+
+def _starting_as_program() -> bool:
+    """The `rlagent` script, or `python -m rlagent` (argv[0] is "-m" while the package is imported,
+    for any module run with -m: the interpreter's own arguments tell which), not a library user."""
+    name = _os.path.basename(_sys.argv[0] or "") if _sys.argv else ""
+    if name != "-m":
+        return name == "rlagent"
+    args = getattr(_sys, "orig_argv", [])
+    return "-mrlagent" in args or any(pair == ("-m", "rlagent") for pair in _itertools.pairwise(args))
+
+
+if _starting_as_program():
+    quiet_startup_interrupt()
     hold_collector()
 
 

@@ -1,9 +1,6 @@
-"""`python -m rlagent`: the program, started as the installed `rlagent` script starts it."""
+"""`python -m rlagent`: the program, started as the installed `rlagent` script starts it (the
+package's import has held collections and set the start-up Ctrl-C handler: rlagent/__init__.py)."""
 
-import rlagent
-
-rlagent.hold_collector()  # before the commands' imports, as for the `rlagent` script (rlagent/__init__.py)
-
-from rlagent.cli import main  # noqa: E402
+from rlagent.cli import main
 
 main()

@@ -13,27 +13,24 @@ import contextlib
 import sys
 from typing import Annotated
 
+import typer
+
 from rlagent import end_startup
-from rlagent.commands.errors import quiet_startup_interrupt, run_guarded
-
-quiet_startup_interrupt()  # before the imports below (about a second): Ctrl-C meanwhile exits quietly
-
-import typer  # noqa: E402
-
-from rlagent.commands.approve import approve  # noqa: E402
-from rlagent.commands.check import check  # noqa: E402
-from rlagent.commands.demo import demo  # noqa: E402
-from rlagent.commands.diagnose import diagnose  # noqa: E402
-from rlagent.commands.doctor import doctor  # noqa: E402
-from rlagent.commands.evaluate import evaluate  # noqa: E402
-from rlagent.commands.helpfmt import show_version  # noqa: E402
-from rlagent.commands.replay import replay  # noqa: E402
-from rlagent.commands.report import report  # noqa: E402
-from rlagent.commands.run import run  # noqa: E402
-from rlagent.commands.silence import ack, silence  # noqa: E402
-from rlagent.commands.simulate import simulate  # noqa: E402
-from rlagent.commands.status import status  # noqa: E402
-from rlagent.commands.watch import watch  # noqa: E402
+from rlagent.commands.approve import approve
+from rlagent.commands.check import check
+from rlagent.commands.demo import demo
+from rlagent.commands.diagnose import diagnose
+from rlagent.commands.doctor import doctor
+from rlagent.commands.errors import run_guarded
+from rlagent.commands.evaluate import evaluate
+from rlagent.commands.helpfmt import show_version
+from rlagent.commands.replay import replay
+from rlagent.commands.report import report
+from rlagent.commands.run import run
+from rlagent.commands.silence import ack, silence
+from rlagent.commands.simulate import simulate
+from rlagent.commands.status import status
+from rlagent.commands.watch import watch
 
 app = typer.Typer(
     help="rlagent watches an RL training run of prime-rl, verl, TRL or OpenRLHF: it reads configs, logs, metrics and rollouts, "

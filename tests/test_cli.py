@@ -118,7 +118,7 @@ def test_ctrl_c_stops_cleanly_without_a_traceback_or_half_entry(tmp_path):
     assert text.count("## 2026-11-20") == 1 and text.rstrip().endswith("#1 -->")
 
 
-def test_the_program_holds_cyclic_collections_only_while_it_imports():
+def test_the_program_holds_cyclic_collections_only_while_it_imports(tmp_path):
     """Started as `rlagent`, the package holds the garbage collector off during its imports and
     main() turns it back on (a long `rlagent run` without it would never free a cycle), with young
     collections less often; a library user importing rlagent keeps Python's collector as it was."""
@@ -147,18 +147,21 @@ print(held, gc.isenabled(), gc.get_freeze_count() > 0, gc.get_threshold()[0])
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )
     assert in_background.stdout.split()[-5:] == ["True", "True", "True", "True", "20000"], in_background.stderr
-    # `python -m rlagent` is the program too (its package is imported while argv[0] is `-m`)
-    as_module = """
-import gc, runpy, sys
-sys.argv = ["-m", "--version"]
-try:
-    runpy.run_module("rlagent", run_name="__main__", alter_sys=True)
-except SystemExit:
-    pass
-print(gc.isenabled(), gc.get_freeze_count() > 0, gc.get_threshold()[0])
-"""
-    by_module = subprocess.run([sys.executable, "-c", as_module], capture_output=True, text=True)
+    # `python -m rlagent` is the program too (its package is imported while argv[0] is `-m`, and the
+    # interpreter's arguments say which module runs), seen from an atexit hook as it ends.
+    (tmp_path / "sitecustomize.py").write_text(
+        "import atexit, gc, sys\n"
+        "atexit.register(lambda: print(gc.isenabled(), gc.get_freeze_count() > 0, gc.get_threshold()[0]))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    by_module = subprocess.run([sys.executable, "-m", "rlagent", "--version"], capture_output=True, text=True, env=env)
     assert by_module.stdout.split()[-3:] == ["True", "True", "20000"], by_module.stderr
+    # and a module run with -m that is not rlagent's, importing rlagent as it is found, is a library user
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "__init__.py").write_text("import rlagent\n")
+    (tmp_path / "other" / "__main__.py").write_text("")
+    by_other = subprocess.run([sys.executable, "-m", "other"], capture_output=True, text=True, env=env)
+    assert by_other.stdout.split()[-3:] == ["True", "False", "700"], by_other.stderr
 
 
 def test_a_check_imports_the_graph_stack_while_collections_are_held(tmp_path):

@@ -1,36 +1,17 @@
 """The one top-level error handler of the `rlagent` command: every expected failure becomes one
 `rlagent: error:` line on stderr and a non-zero exit status, never a traceback.
 
-Stdlib only at import time: `rlagent.cli` installs `quiet_startup_interrupt` before it imports
-the commands (typer, rich, pydantic take about a second to import), so a Ctrl-C pressed while the
-program is still starting ends it quietly too.
+A Ctrl-C while the program is still starting is rlagent.quiet_startup_interrupt's.
 """
 
 from __future__ import annotations
 
-import os
-import signal
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import NoReturn
 
 INTERRUPTED = 130
 """Exit status after Ctrl-C (128 + SIGINT), as shells report it."""
-
-
-def _stop_while_starting(signum, frame) -> None:  # pragma: no cover - timing dependent
-    sys.stderr.write("rlagent: stopped (Ctrl-C)\n")
-    sys.stderr.flush()
-    os._exit(INTERRUPTED)
-
-
-def quiet_startup_interrupt() -> None:
-    """When this process is the `rlagent` program (not a library user or a test importing it), a
-    Ctrl-C before `main` runs exits quietly; `main` restores Python's own handler."""
-    program = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
-    if program in ("rlagent", "__main__.py") and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        signal.signal(signal.SIGINT, _stop_while_starting)
 
 
 def describe(exc: BaseException) -> tuple[str, int] | None:
