@@ -8,6 +8,7 @@ command that gets a real SIGINT where Python cannot raise it: in a weakref callb
 the commands do next: sleep until the next check-in, ask for approval, or end.
 """
 
+import signal
 import subprocess
 import sys
 import textwrap
@@ -153,3 +154,37 @@ def test_a_ctrl_c_while_the_checkpoint_is_written_neither_crashes_nor_loses_the_
         assert after.check_in().checkin == 3  # the interrupted check-in #2 was stored; this is the next
     finally:
         after.close()
+
+
+def _waiting_to_read_stdin(pid: int) -> bool:
+    """The process sits in read(0, ...): /proc/PID/syscall begins with the call's number (read is 0
+    on x86-64, 63 on arm64) and its first argument, the fd."""
+    try:
+        with open(f"/proc/{pid}/syscall") as f:
+            call = f.read().split()
+    except OSError:
+        return False
+    return call[:2] in (["0", "0x0"], ["63", "0x0"])
+
+
+def test_a_ctrl_c_that_stops_a_command_is_said_as_every_ctrl_c_is():
+    """typer ends a command that a Ctrl-C stops with status 130 and says nothing; the program says
+    it. `rlagent diagnose -` waits for its input (a pipe nobody writes to) when the Ctrl-C comes."""
+    waiting = subprocess.Popen(
+        [sys.executable, "-m", "rlagent", "diagnose", "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as in a terminal
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not _waiting_to_read_stdin(waiting.pid) and waiting.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert _waiting_to_read_stdin(waiting.pid), "never waited for its input"
+        waiting.send_signal(signal.SIGINT)
+        out, err = waiting.communicate(timeout=30)
+    finally:
+        waiting.kill()
+    assert (waiting.returncode, out, err) == (130, "", "rlagent: stopped (Ctrl-C)\n")

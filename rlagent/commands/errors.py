@@ -37,6 +37,13 @@ def _stopped() -> NoReturn:
     sys.exit(INTERRUPTED)
 
 
+def _ended_by_typer_for_ctrl_c(done: SystemExit) -> bool:
+    """typer ends a command that a KeyboardInterrupt stops with `raise Exit(130) from` it, then
+    `sys.exit(130)`, printing nothing."""
+    ended = done.__context__
+    return ended is not None and isinstance(ended.__cause__, KeyboardInterrupt)
+
+
 def run_guarded(app: Callable[[], object]) -> None:
     """Run the typer app; an expected failure is one `rlagent: error:` line, Ctrl-C exit 130."""
     from rlagent.tools import interrupts
@@ -46,9 +53,10 @@ def run_guarded(app: Callable[[], object]) -> None:
         app()
         interrupts.raise_if_ctrl_c()  # ended without noticing a Ctrl-C dropped on its way (tools/interrupts.py)
     except SystemExit as done:
-        # A success after a Ctrl-C is one dropped on its way; a command that caught it chose its own
-        # status (the simulated launcher's 1, as prime-rl's launcher), which stands.
-        if done.code in (0, None) and interrupts.ctrl_c_pressed():
+        # A Ctrl-C typer ended the command for (saying nothing) is the Ctrl-C, and so is a success
+        # after one (dropped on its way); a command that caught it chose its own status (the
+        # simulated launcher's 1, as prime-rl's launcher; `run`'s 130 after its own line), which stands.
+        if _ended_by_typer_for_ctrl_c(done) or (done.code in (0, None) and interrupts.ctrl_c_pressed()):
             _stopped()
         raise
     except KeyboardInterrupt:
