@@ -41,8 +41,8 @@ def find_runs(
     notes: list[str] = []
     for given in roots:
         root = Path(given).expanduser()
-        if not root.is_dir():
-            notes.append(f"{root}: {'no such directory' if not root.exists() else 'not a directory'}")
+        if problem := safefs.not_a_directory(root):
+            notes.append(f"{root}: {problem}")
             continue
         seen: set[str] = set()
         stack: list[tuple[Path, int]] = [(root, 0)]

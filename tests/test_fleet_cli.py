@@ -174,6 +174,23 @@ def test_report_of_a_run_with_no_steps_and_of_a_missing_root(tmp_path):
     assert missing.returncode == 2 and "no such directory" in missing.stderr
 
 
+def test_a_run_path_that_is_no_directory_is_said_for_what_it_is(tmp_path):
+    """A symlink loop was "no such directory"; each command that takes a run or a folder of runs
+    says which of these a path is, in one line."""
+    (tmp_path / "loop-a").symlink_to("loop-b")
+    (tmp_path / "loop-b").symlink_to("loop-a")
+    (tmp_path / "dangling").symlink_to(tmp_path / "gone")
+    (tmp_path / "a-file").write_text("x")
+    cases = {"loop-a": "a symlink loop", "dangling": "a broken symlink", "a-file": "not a directory", "nope": "no such directory"}
+    out = tmp_path / "r.html"
+    for name, says in cases.items():
+        path = str(tmp_path / name)
+        commands = (("check", "--offline"), ("status",), ("watch", "--max-rounds", "1"), ("report", "-o", str(out)))
+        for command, *flags in commands:
+            done = rlagent(command, path, *flags)
+            assert (done.returncode, done.stderr) == (2, f"rlagent: error: {path}: {says}\n"), command
+
+
 def test_watch_a_fleet_of_every_framework(tmp_path):
     """verl, TRL and OpenRLHF runs beside a prime-rl one, two verl runs in one folder: each is one run,
     checked with its framework's adapter, shown in `status` and the report."""

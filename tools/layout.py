@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from rlagent.models.run import Layout, RunInfo
-from rlagent.tools.safefs import check_inside, is_file, list_dir, reason
+from rlagent.tools.safefs import check_inside, is_file, list_dir, not_a_directory, reason
 
 
 class RunNotFound(Exception):
@@ -30,10 +30,9 @@ def _looks_like_run(path: Path) -> Layout | None:
 def discover_run(path: str | os.PathLike) -> RunInfo:
     """RunInfo for `path`, or for its newest run when `path` is an output dir of several runs."""
     root = Path(path).expanduser()
-    if not root.exists():
-        raise RunNotFound(f"{root}: no such directory")
-    if not root.is_dir():
-        raise RunNotFound(f"{root}: not a directory")
+    problem = not_a_directory(root)
+    if problem:
+        raise RunNotFound(f"{root}: {problem}")
     root = root.resolve()
     layout = _looks_like_run(root)
     if layout is not None:

@@ -145,6 +145,22 @@ def exists(path: Path, notes: list[str] | None = None, root: Path | None = None)
     return _stat(path, notes, root) is not None
 
 
+def not_a_directory(path: Path) -> str | None:
+    """Why a path given as a run or a folder of runs is not a directory to read, in a few words
+    ("no such directory", "a symlink loop", ...); None when it is one."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            return "a broken symlink" if os.path.islink(path) else "no such directory"
+        if exc.errno == errno.ELOOP:
+            return "a symlink loop"
+        if exc.errno == errno.ENOTDIR:
+            return "no such directory"  # a component of it is a file
+        return f"cannot be looked at ({reason(exc)})"
+    return None if stat.S_ISDIR(st.st_mode) else "not a directory"
+
+
 def list_names(path: Path, notes: list[str] | None = None, root: Path | None = None) -> list[str]:
     """Names in a directory, as `list_dir` but without a Path for each (a rollouts dir has one
     entry per step, and a warm check-in wants only the newest)."""

@@ -67,11 +67,12 @@ def report(
 ) -> None:
     """Write a self-contained HTML report (plots, findings, incidents, STATUS.md entries); no network needed to view it."""
     from rlagent.commands import common
+    from rlagent.tools.safefs import not_a_directory
 
     settings = common.settings_from(config, home=home, offline=offline or None)
     for root in roots:
-        if not root.is_dir():
-            common.fail(f"{root}: {'no such directory' if not root.exists() else 'not a directory'}")
+        if problem := not_a_directory(root):
+            common.fail(f"{root}: {problem}")
     if entries is None:
         entries = 20 if len(roots) == 1 and _is_run(roots[0]) else 3
     try:

@@ -91,6 +91,7 @@ def watch(
     incidents and notifications, an HTML report; until Ctrl-C (or --max-rounds)."""
     from rlagent.commands import common
     from rlagent.models.actions import ApprovalMode
+    from rlagent.tools.safefs import not_a_directory
 
     common.setup_logging(verbose)
     if approve is not None and approve not in ("ask", "never"):
@@ -125,8 +126,8 @@ def watch(
     except ValueError as exc:
         common.fail(str(exc))
     for root in roots:
-        if not root.is_dir():
-            common.fail(f"{root}: {'no such directory' if not root.exists() else 'not a directory'}")
+        if problem := not_a_directory(root):
+            common.fail(f"{root}: {problem}")
     report_path = settings.watch.report
     if report_path is not None and (report_path.is_dir() or not report_path.parent.is_dir()):
         # Said now, not as a note after every round of a watch that may run for days.
