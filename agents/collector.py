@@ -424,9 +424,9 @@ def _trim(history: MetricHistory) -> None:
 
 
 def _read_now(kept: list[LogEvent], read: list[LogEvent]) -> list[LogEvent]:
-    """The kept events that this check-in read: bounded as the run's events are (per kind, so a
-    crash the run came back from is not pushed out by hundreds of warnings read after it), in
-    their time order, and each one of `kept` that `RuleContext.is_new` asks about."""
+    """The kept events that this check-in read, in their time order: bounded as the run's events
+    are (per kind, so hundreds of warnings read after a crash do not push it out), and so every
+    kept event `RuleContext.is_new` is asked about is answered by it."""
     keys = {(e.file, e.line, e.kind) for e in read}
     return [e for e in kept if (e.file, e.line, e.kind) in keys]
 
