@@ -4,7 +4,8 @@ stdin) the way findings.md's section on excerpts says, with the same adapters an
 An excerpt has no processes, no file times and often no step history: `Down` when it ends in a crash or
 fatal signature that nothing after it superseded, `Degraded` for a warning or critical finding on the
 metrics it holds, `Healthy` otherwise; and the result says what could not be judged. Bad input (binary,
-empty, unreadable, a huge single line, a truncated `.wandb` or event file) is one clear note.
+empty, unreadable, a huge single line, a truncated `.wandb` or event file, text with nothing of a training
+run in it) is one clear note.
 """
 
 from __future__ import annotations
@@ -250,6 +251,12 @@ def diagnose(path: str | Path | None, framework: str | None = None, *, data: byt
                 "crash signatures were still looked for"
             )
             read = analyse(text, short, "verl", lambda line, state: [], ConsoleState())
+            if not (read.rows or read.evals or read.events):  # "Healthy" would be a verdict on nothing
+                judged = f"its last {inputtail.MAX_INPUT >> 20} MB" if given.cut else "it"
+                raise DiagnoseError(
+                    f"{name}: nothing to judge: no step line, metric or crash signature of verl, TRL, OpenRLHF "
+                    f"or prime-rl in {judged} (give --framework F if it is one of theirs)"
+                )
         else:
             read = adapter_for(fw).read_text(text, short)
         lines = text.count("\n") + 1

@@ -82,6 +82,7 @@ def test_metrics_exports_are_recognised(tmp_path):
         (b"", "empty input"),
         (bytes(range(256)) * 64, "a binary file"),
         (b"\x1f\x8b\x08\x00garbage", "cannot be decompressed"),
+        (b"meeting notes\nbuy milk\n12:00:01 INFO hello\n12:00:02 WARNING something odd\n", "nothing to judge"),
     ],
 )
 def test_bad_input_is_one_clear_line(tmp_path, content, message):
@@ -91,6 +92,17 @@ def test_bad_input_is_one_clear_line(tmp_path, content, message):
     assert done.returncode == 2
     assert message in done.stderr.decode() and "Traceback" not in done.stderr.decode()
     assert len(done.stderr.decode().strip().splitlines()) == 1
+
+
+def test_text_of_no_training_run_is_judged_only_when_its_framework_is_given(tmp_path):
+    """Text with no step line, metric or crash signature is not called Healthy (nothing was judged);
+    named as a framework's, it is judged as that framework's excerpt, with what it cannot tell said."""
+    text = b"12:00:01 INFO starting the orchestrator\n12:00:02 WARNING slow start\n"
+    with pytest.raises(DiagnoseError, match="nothing to judge"):
+        diagnose(None, data=text)
+    d = diagnose(None, "prime-rl", data=text)
+    assert d.framework == "prime-rl" and d.health.value == "Healthy" and not d.findings
+    assert any("no step history" in c for c in d.cannot_judge)
 
 
 def test_an_unreadable_file_and_a_missing_one_are_one_line(tmp_path):
@@ -128,8 +140,11 @@ def test_a_100_mb_single_line_does_not_hang(tmp_path):
         handle.write(b"x" * (100 << 20))
     started = time.perf_counter()
     done = cli(str(path), timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert "the last 32 MB were judged" in done.stdout.decode()
+    assert done.returncode == 2 and not done.stdout
+    assert done.stderr.decode() == (
+        f"rlagent: error: {path}: nothing to judge: no step line, metric or crash signature of verl, TRL, "
+        "OpenRLHF or prime-rl in its last 32 MB (give --framework F if it is one of theirs)\n"
+    )
     assert time.perf_counter() - started < 60
 
 
