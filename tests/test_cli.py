@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from runbuilder import HRun
 
@@ -215,3 +216,21 @@ def test_a_framework_forced_against_the_run_files_is_obeyed_and_said(tmp_path):
     agreed = rlagent("check", str(run), "--framework", "verl", "--offline", "--json", "--home", home)
     assert agreed.returncode == 0 and "looks like" not in agreed.stderr
     assert json.loads(agreed.stdout)["health"] == "Degraded"
+
+
+def test_a_reader_of_stdout_that_went_away_ends_rlagent_as_sigpipe_would(tmp_path):
+    """`rlagent check RUN | head -1`: the check-in is made (STATUS.md appended), then its output meets
+    a closed pipe. That is 141 (128 + SIGPIPE) with nothing on stderr, as for a program the signal
+    ended, and not 1, which says the check-in failed."""
+    run = HRun(tmp_path)
+    home = str(tmp_path / "home")
+    verl_log = Path(__file__).resolve().parents[1] / "evals" / "fixtures" / "87_verl-entropy-collapse" / "run" / "verl_demo.log"
+    for args in (["check", str(run.dir), "--offline", "--home", home], ["diagnose", str(verl_log)]):
+        read_end, write_end = os.pipe()
+        os.close(read_end)  # gone before rlagent writes a byte: its first write meets EPIPE
+        try:
+            done = subprocess.run([*RLAGENT, *args], stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120)
+        finally:
+            os.close(write_end)
+        assert (done.returncode, done.stderr) == (141, ""), args
+    assert "**Health**" in (run.dir / "STATUS.md").read_text()

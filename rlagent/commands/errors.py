@@ -6,12 +6,16 @@ A Ctrl-C while the program is still starting is rlagent.quiet_startup_interrupt'
 
 from __future__ import annotations
 
+import errno
 import sys
 from collections.abc import Callable
 from typing import NoReturn
 
 INTERRUPTED = 130
 """Exit status after Ctrl-C (128 + SIGINT), as shells report it."""
+BROKEN_PIPE = 141
+"""Exit status when the reader of stdout went away (`rlagent check RUN | head -1`): 128 + SIGPIPE, as
+shells report a program the signal ended, and not 1, which says the check-in failed."""
 
 
 def describe(exc: BaseException) -> tuple[str, int] | None:
@@ -44,6 +48,13 @@ def _ended_by_typer_for_ctrl_c(done: SystemExit) -> bool:
     return ended is not None and isinstance(ended.__cause__, KeyboardInterrupt)
 
 
+def _ended_for_a_closed_pipe(done: SystemExit) -> bool:
+    """typer (for any EPIPE in a command) and rich (for its console's) end the command with a silent
+    `exit(1)` raised while handling the error: the output's reader went away."""
+    ended = done.__context__
+    return done.code == 1 and isinstance(ended, OSError) and ended.errno == errno.EPIPE
+
+
 def run_guarded(app: Callable[[], object]) -> None:
     """Run the typer app; an expected failure is one `rlagent: error:` line, Ctrl-C exit 130."""
     from rlagent.tools import interrupts
@@ -58,6 +69,8 @@ def run_guarded(app: Callable[[], object]) -> None:
         # simulated launcher's 1, as prime-rl's launcher; `run`'s 130 after its own line), which stands.
         if _ended_by_typer_for_ctrl_c(done) or (done.code in (0, None) and interrupts.ctrl_c_pressed()):
             _stopped()
+        if _ended_for_a_closed_pipe(done):  # what is left buffered is already bound for nowhere (typer, rich)
+            sys.exit(BROKEN_PIPE)
         raise
     except KeyboardInterrupt:
         _stopped()
