@@ -23,7 +23,7 @@ from rlagent.commands.diagnose import diagnose
 from rlagent.commands.doctor import doctor
 from rlagent.commands.errors import run_guarded
 from rlagent.commands.evaluate import evaluate
-from rlagent.commands.helpfmt import show_version
+from rlagent.commands.helpfmt import OneLineUsageErrors, show_version
 from rlagent.commands.replay import replay
 from rlagent.commands.report import report
 from rlagent.commands.run import run
@@ -37,6 +37,7 @@ app = typer.Typer(
     "diagnoses what is wrong, and appends a dated entry to the run's STATUS.md.",
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=OneLineUsageErrors,
 )
 
 

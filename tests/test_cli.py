@@ -234,3 +234,23 @@ def test_a_reader_of_stdout_that_went_away_ends_rlagent_as_sigpipe_would(tmp_pat
             os.close(write_end)
         assert (done.returncode, done.stderr) == (141, ""), args
     assert "**Health**" in (run.dir / "STATUS.md").read_text()
+
+
+def test_a_usage_error_is_one_line_that_says_where_the_help_is():
+    """A missing argument, an unknown command or option, a bad value: one `rlagent: error:` line and
+    exit 2, as every other failure, not typer's framed panel; what was typed reaches the terminal
+    without its control sequences."""
+    cases = [
+        (["status"], "Missing argument 'run_dir'. (see 'python -m rlagent status --help')"),  # as it was called
+        (["chek"], "No such command 'chek'. Did you mean 'check'? (see 'python -m rlagent --help')"),
+        (["check", "somewhere", "--nope"], "No such option: --nope"),
+        (["watch", "somewhere", "--max-rounds", "0"], "Invalid value for '--max-rounds'"),
+        (["\x1b]2;owned\x07"], "No such command"),
+    ]
+    for args, said in cases:
+        done = rlagent(*args)
+        assert done.returncode == 2 and done.stdout == "", args
+        assert done.stderr.startswith("rlagent: error: ") and done.stderr.count("\n") == 1, done.stderr
+        assert said in done.stderr and "\x1b" not in done.stderr and "\x07" not in done.stderr, done.stderr
+    bare = rlagent()  # no arguments at all is no error: the help
+    assert bare.returncode == 0 and "Usage: python -m rlagent [OPTIONS] COMMAND" in bare.stdout and bare.stderr == ""
