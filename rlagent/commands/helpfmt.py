@@ -40,8 +40,8 @@ def show_version(value: bool) -> None:
 @contextlib.contextmanager
 def _said_in_one_line() -> Iterator[None]:
     """A usage error (an unknown command or option, a missing argument, a bad value) as one
-    `rlagent: error:` line saying where the help is, as every other failure is said, and its exit
-    status (2), not typer's framed panel of five lines. The message can echo what was typed:
+    `rlagent: error:` line saying where the help is, as every other failure is said, with its exit
+    status (2 for a usage error), not typer's framed panel of five lines. The message can echo what was typed:
     no control sequence of it reaches the terminal."""
     try:
         yield
@@ -50,7 +50,7 @@ def _said_in_one_line() -> Iterator[None]:
             raise
         ctx = getattr(exc, "ctx", None)
         hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-        sys.stderr.write(f"rlagent: error: {one_line(exc.format_message())}{hint}\n")
+        sys.stderr.write(f"rlagent: error: {one_line(exc.format_message() + hint)}\n")
         sys.exit(exc.exit_code)
 
 
