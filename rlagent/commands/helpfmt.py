@@ -11,7 +11,7 @@ from importlib.metadata import PackageNotFoundError, version
 import typer
 from typer.core import TyperGroup, TyperOption
 
-from rlagent.tools.untrusted import one_line
+from rlagent.commands.console import error_line
 
 
 def _display_type_rich(self: TyperOption, ctx):  # a flag takes no value: show no type
@@ -50,7 +50,7 @@ def _said_in_one_line() -> Iterator[None]:
             raise
         ctx = getattr(exc, "ctx", None)
         hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-        sys.stderr.write(f"rlagent: error: {one_line(exc.format_message() + hint)}\n")
+        error_line(exc.format_message() + hint)
         sys.exit(exc.exit_code)
 
 
